@@ -1,0 +1,2 @@
+"""The GPT bug-hunt grader."""
+__version__ = "0.1.0"

@@ -1,0 +1,93 @@
+"""grade(exercise, path) -> Grade: the imperative shell around the hidden tests.
+
+Reads the submission (never executing it), copies the learner files into a fresh folder, starts
+the jail there, runs the hidden tests against it, and assembles the Grade from plain data.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from grader import __version__
+from grader.exercises import exercise_dir, load_exercise
+from grader.jail.client import JailError
+from grader.jail.client import Limits as JailLimits
+from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError
+from grader.runner import run_hidden_tests
+from grader.session import SubmissionSession
+from grader.submission import InvalidSubmission, SubmittedFiles, read_submission
+
+
+def grade(exercise: Exercise | str, path: Path, *, student: str | None = None) -> Grade:
+    """Grade one submission. Raises UsageError (exit 2) only when grading cannot start."""
+    exercise = load_exercise(exercise) if isinstance(exercise, str) else exercise
+    started = time.monotonic()
+    try:
+        submitted = read_submission(exercise, Path(path))
+    except InvalidSubmission as exc:
+        result = failed_grade(exercise, "invalid-submission", str(exc))
+    else:
+        result = grade_code(exercise, submitted)
+    return result.model_copy(update={"duration_s": round(time.monotonic() - started, 3),
+                                     "student": student, "grader_version": __version__})
+
+
+def failed_grade(exercise: Exercise, kind: str, message: str, checks=(), isolation="none") -> Grade:
+    return assemble(exercise, list(checks), [], GradeError(kind=kind, message=message), isolation)
+
+
+def assemble(exercise: Exercise, checks: list[CheckResult], diagnosis: list[Diagnosis],
+             error: GradeError | None, isolation: str, output: str = "") -> Grade:
+    symptoms: list[str] = []
+    for c in checks:
+        symptoms += [s for s in c.symptoms if s not in symptoms]
+    score = round(sum(c.points for c in checks), 6)
+    return Grade(exercise=exercise.id, passed=error is None and bool(checks) and all(c.passed for c in checks),
+                 score=score, max_score=float(exercise.points), checks=checks, symptoms=symptoms,
+                 diagnosis=diagnosis, error=error, isolation=isolation, output=output)
+
+
+def jail_limits(exercise: Exercise) -> JailLimits:
+    lim = exercise.limits
+    return JailLimits(wall_seconds=lim.wall_seconds, call_seconds=lim.call_seconds,
+                      memory_mb=lim.memory_mb, max_output_bytes=lim.output_bytes)
+
+
+def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
+    with tempfile.TemporaryDirectory(prefix="grader-sub-") as tmp:
+        root = Path(tmp) / "submission"
+        root.mkdir()
+        for name, data in submitted.files.items():   # a copy: the learner's folder is never written
+            (root / name).write_bytes(data)
+        session = SubmissionSession(root, exercise.modules, jail_limits(exercise))
+        session.toml = submitted.toml
+        try:
+            problem = start(session, exercise)
+            if problem is not None:
+                return failed_grade(exercise, *problem, isolation=session.isolation)
+            collected = run_hidden_tests(exercise_dir(exercise.id) / "hidden", session)
+            return assemble(exercise, collected.results, collected.diagnoses, None,
+                            session.isolation, session.output())
+        finally:
+            session.close()
+
+
+def start(session: SubmissionSession, exercise: Exercise) -> tuple[str, str] | None:
+    """Import the learner's modules in the jail; (error kind, message) if that fails."""
+    try:
+        session.ensure_jail()
+        for module, error in session.import_errors.items():
+            if error is not None:
+                where = f" at {error['where']}" if error.get("where") else ""
+                return "crash", (f"importing {module}.py raised {error['type']}{where}: "
+                                 f"{error['message']}")
+        for file, names in exercise.names.items():
+            module = file.removesuffix(".py")
+            missing = session.request("missing", module=module, names=names)
+            if missing:
+                return "invalid-submission", (f"{file} does not define {', '.join(missing)} "
+                                              f"(SPEC asks for {', '.join(names)})")
+    except JailError as exc:
+        return exc.kind, f"the submission could not be loaded: {exc}"
+    return None

@@ -1,0 +1,160 @@
+"""The jail's wire format: JSON headers plus raw tensor bytes, never pickle.
+
+Both sides import this file: the trusted grader and the worker inside the jail. It depends on the
+standard library and torch only, so the jail can run it without the rest of the grader.
+
+A frame is: 8-byte big-endian header length, 8-byte big-endian blob length, the JSON header, the
+blob. Values nest as JSON; a tensor is {"$tensor": [offset, nbytes], "dtype": ..., "shape": ...}
+pointing into the blob, with its dtype from an allow-list and a size checked against its shape.
+"""
+import json
+import math
+import struct
+
+import torch
+
+MAX_FRAME_BYTES = 512 * 1024 * 1024   # the most one message may carry, header and tensors
+MAX_HEADER_BYTES = 16 * 1024 * 1024
+MAX_DEPTH = 32
+MAX_STRING = 64 * 1024
+
+DTYPES = {
+    "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+    "float64": torch.float64, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
+    "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool,
+}
+DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+
+
+class WireError(Exception):
+    """A frame that breaks the format: wrong size, unknown dtype, too deep, too large."""
+
+
+class Handle:
+    """An object that stays in the jail (a module, a config); only its id and type cross."""
+
+    def __init__(self, id: int, type_name: str):
+        self.id, self.type_name = id, type_name
+
+    def __repr__(self):
+        return f"<handle {self.id}: {self.type_name}>"
+
+
+def encode(value, to_handle=None) -> bytes:
+    """Encode a value tree. `to_handle(obj) -> Handle` stores what cannot cross (jail side only)."""
+    blobs: list[bytes] = []
+    size = [0]
+
+    def enc(v, depth):
+        if depth > MAX_DEPTH:
+            raise WireError("value nested too deeply")
+        if v is None or isinstance(v, (bool, str)):
+            if isinstance(v, str) and len(v) > MAX_STRING:
+                v = v[:MAX_STRING] + " [cut]"
+            return v
+        if isinstance(v, int):
+            return v if -2**63 <= v < 2**63 else {"$float": float(v)}
+        if isinstance(v, float):
+            return v if math.isfinite(v) else {"$float": repr(v)}
+        if isinstance(v, Handle):
+            return {"$handle": v.id, "type": v.type_name}
+        if type(v) in (list, tuple):
+            items = [enc(x, depth + 1) for x in v]
+            return items if type(v) is list else {"$tuple": items}
+        if type(v) is dict and all(type(k) is str for k in v):
+            return {"$dict": [[k, enc(x, depth + 1)] for k, x in v.items()]}
+        tensor, is_numpy = _as_tensor(v)
+        if tensor is not None:
+            if tensor.dtype not in DTYPE_NAMES:
+                raise WireError(f"dtype {tensor.dtype} cannot cross the jail boundary")
+            raw = _tensor_bytes(tensor)
+            size[0] += len(raw)
+            if size[0] > MAX_FRAME_BYTES:
+                raise WireError(f"message larger than {MAX_FRAME_BYTES} bytes")
+            offset = sum(len(b) for b in blobs)
+            blobs.append(raw)
+            return {"$tensor": [offset, len(raw)], "dtype": DTYPE_NAMES[tensor.dtype],
+                    "shape": list(tensor.shape), "numpy": is_numpy}
+        if to_handle is not None:
+            h = to_handle(v)
+            return {"$handle": h.id, "type": h.type_name}
+        raise WireError(f"cannot send a {type(v).__name__}")
+
+    header = json.dumps(enc(value, 0)).encode()
+    blob = b"".join(blobs)
+    return struct.pack(">QQ", len(header), len(blob)) + header + blob
+
+
+def decode_lengths(prefix: bytes) -> tuple[int, int]:
+    header_len, blob_len = struct.unpack(">QQ", prefix)
+    if header_len > MAX_HEADER_BYTES or header_len + blob_len > MAX_FRAME_BYTES:
+        raise WireError(f"frame of {header_len + blob_len} bytes exceeds the cap")
+    return header_len, blob_len
+
+
+def decode(header: bytes, blob: bytes, from_handle=None):
+    """Decode a value tree; tensors are rebuilt from raw bytes by this side's own torch."""
+
+    def dec(v, depth):
+        if depth > MAX_DEPTH:
+            raise WireError("value nested too deeply")
+        if isinstance(v, list):
+            return [dec(x, depth + 1) for x in v]
+        if not isinstance(v, dict):
+            return v
+        if "$tuple" in v:
+            return tuple(dec(x, depth + 1) for x in v["$tuple"])
+        if "$dict" in v:
+            return {str(k): dec(x, depth + 1) for k, x in v["$dict"]}
+        if "$float" in v:
+            return float(v["$float"])
+        if "$handle" in v:
+            h = Handle(int(v["$handle"]), str(v.get("type", "")))
+            return from_handle(h) if from_handle is not None else h
+        if "$tensor" in v:
+            return _decode_tensor(v, blob)
+        raise WireError(f"unknown value {sorted(v)[:3]}")
+
+    return dec(json.loads(header), 0)
+
+
+def _as_tensor(v):
+    if isinstance(v, torch.Tensor):
+        # a learner's Tensor subclass crosses as plain data: its methods stay behind
+        return v.detach().to("cpu").as_subclass(torch.Tensor), False
+    if type(v).__module__ == "numpy" and hasattr(v, "dtype") and hasattr(v, "shape"):
+        import numpy as np
+        arr = np.asarray(v)
+        if arr.dtype.kind not in "biuf":
+            return None, False
+        return torch.from_numpy(np.ascontiguousarray(arr)), True
+    return None, False
+
+
+def _tensor_bytes(t: torch.Tensor) -> bytes:
+    flat = t.contiguous().reshape(-1)
+    if flat.numel() == 0:
+        return b""
+    return flat.view(torch.uint8).numpy().tobytes()
+
+
+def _decode_tensor(v: dict, blob: bytes) -> torch.Tensor:
+    dtype_name = v.get("dtype")
+    if dtype_name not in DTYPES:
+        raise WireError(f"dtype {dtype_name!r} is not allowed")
+    dtype = DTYPES[dtype_name]
+    shape = [int(s) for s in v["shape"]]
+    if any(s < 0 for s in shape) or len(shape) > 16:
+        raise WireError(f"bad shape {shape}")
+    offset, nbytes = (int(x) for x in v["$tensor"])
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    if nbytes != math.prod(shape) * itemsize or offset < 0 or offset + nbytes > len(blob):
+        raise WireError(f"tensor of shape {shape} and dtype {dtype_name} does not fit {nbytes} bytes")
+    if nbytes == 0:
+        t = torch.empty(shape, dtype=dtype)
+    else:
+        raw = bytearray(blob[offset:offset + nbytes])
+        t = torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
+    if v.get("numpy"):
+        return t.numpy()
+    return t

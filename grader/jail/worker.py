@@ -1,0 +1,259 @@
+"""The process that runs learner code. It is started as a script (`python -I worker.py ROOT`),
+imports only the standard library, torch and wire.py from its own folder, and answers requests
+from the trusted grader over two pipes. Everything it returns is plain data or a handle; the grader
+decides the grade from that data and never trusts an object from here.
+"""
+import importlib.abc
+import importlib.util
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wire  # noqa: E402  (after the path is set: the worker runs as a script)
+
+PACKAGE = "submission"   # learner files are also importable as submission.<name>, for relative imports
+
+
+class _LearnerLoader(importlib.abc.SourceLoader):
+    """Loads a learner file under its bare name, with __package__ set so `from .x import y` works."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def get_filename(self, fullname):
+        return self.path
+
+    def get_data(self, path):
+        with open(path, "rb") as f:
+            return f.read()
+
+    def exec_module(self, module):
+        module.__package__ = PACKAGE
+        super().exec_module(module)
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, bare):
+        self.bare = bare
+
+    def create_module(self, spec):
+        return importlib.import_module(self.bare)
+
+    def exec_module(self, module):
+        pass
+
+
+class LearnerFinder(importlib.abc.MetaPathFinder):
+    """`attention` and `submission.attention` are the same module object, loaded once."""
+
+    def __init__(self, root, names):
+        self.root, self.names = root, set(names)
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == PACKAGE:
+            spec = importlib.util.spec_from_loader(fullname, loader=None, is_package=True)
+            spec.submodule_search_locations = [self.root]
+            return spec
+        if fullname in self.names:
+            file = os.path.join(self.root, fullname + ".py")
+            return importlib.util.spec_from_file_location(fullname, file, loader=_LearnerLoader(file))
+        if fullname.startswith(PACKAGE + ".") and fullname[len(PACKAGE) + 1:] in self.names:
+            return importlib.util.spec_from_loader(fullname, _AliasLoader(fullname[len(PACKAGE) + 1:]))
+        return None
+
+
+class Worker:
+    def __init__(self, root):
+        self.root = root
+        self.objects = {}        # handle id -> learner object kept alive in the jail
+        self.next_id = 1
+
+    # -- handles -------------------------------------------------------------------------
+    def to_handle(self, obj):
+        hid = self.next_id
+        self.next_id += 1
+        self.objects[hid] = obj
+        return wire.Handle(hid, type(obj).__name__)
+
+    def from_handle(self, h):
+        if h.id not in self.objects:
+            raise LookupError(f"handle {h.id} is not known in this jail")
+        return self.objects[h.id]
+
+    def resolve(self, target):
+        """target: {"module": name} or {"handle": id}, plus an attribute path."""
+        if "module" in target:
+            obj = sys.modules[target["module"]]
+        else:
+            obj = self.objects[int(target["handle"])]
+        for name in target.get("path", []):
+            obj = getattr(obj, name)
+        return obj
+
+    # -- operations ----------------------------------------------------------------------
+    def op_import(self, req):
+        sys.meta_path.insert(0, LearnerFinder(self.root, req["modules"]))
+        sys.path.insert(0, self.root)
+        results = {}
+        for name in req["modules"]:
+            try:
+                importlib.import_module(name)
+                results[name] = None
+            except BaseException as exc:  # noqa: BLE001 - a learner file may raise anything
+                results[name] = describe(exc)
+        return results
+
+    def op_missing(self, req):
+        module = sys.modules[req["module"]]
+        return [n for n in req["names"] if not hasattr(module, n)]
+
+    def op_call(self, req):
+        fn = self.resolve(req["target"])
+        return fn(*req.get("args", []), **req.get("kwargs", {}))
+
+    def op_get(self, req):
+        return self.resolve(req["target"])
+
+    def op_params(self, req):
+        """Each parameter's name, shape and identity, so the grader can see tying and count."""
+        import torch.nn as nn
+        module = self.resolve(req["target"])
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"{type(module).__name__} is not an nn.Module")
+        ids = {}
+        rows = []
+        for name, p in module.named_parameters(remove_duplicate=False):
+            key = ids.setdefault(id(p), len(ids))
+            rows.append({"name": name, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", ""),
+                         "object": key})
+        return rows
+
+    def op_load(self, req):
+        """Load the grader's weights by the attribute names of SPEC (the learner's init is not graded)."""
+        import torch
+        module = self.resolve(req["target"])
+        state = req["state"]
+        own = dict(module.named_parameters(remove_duplicate=False))
+        own.update(dict(module.named_buffers()))
+        missing = [k for k in state if k not in own]
+        if missing:
+            return {"missing": missing}
+        with torch.no_grad():
+            for name, value in state.items():
+                target = own[name]
+                if tuple(target.shape) != tuple(value.shape):
+                    return {"shape": [name, list(target.shape), list(value.shape)]}
+                target.copy_(value.to(target.dtype))
+        return {"loaded": len(state)}
+
+    def op_state(self, req):
+        module = self.resolve(req["target"])
+        return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+    def op_train_lm(self, req):
+        """The training probe: train the learner's GPT on the grader's corpus, all in one call.
+
+        Batches come from the grader's own windowing and the loss is computed here from the
+        learner's logits, so what is measured is the model alone.
+        """
+        import torch
+        import torch.nn.functional as F
+        model = self.resolve(req["target"])
+        data = req["data"].to(torch.int64)
+        T, B = req["block_size"], req["batch_size"]
+        gen = torch.Generator().manual_seed(req["seed"])
+        opt = torch.optim.AdamW(model.parameters(), lr=req["lr"], weight_decay=0.0)
+        losses = []
+        model.train()
+        for _ in range(req["steps"]):
+            starts = torch.randint(len(data) - T, (B,), generator=gen)
+            x = torch.stack([data[i:i + T] for i in starts.tolist()])
+            y = torch.stack([data[i + 1:i + 1 + T] for i in starts.tolist()])
+            out = model(x)
+            logits = out[0] if isinstance(out, tuple) else out
+            loss = F.cross_entropy(logits.reshape(B * T, -1).float(), y.reshape(B * T))
+            losses.append(float(loss))
+            if not torch.isfinite(loss):
+                break
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        return losses
+
+    def op_release(self, req):
+        for hid in req["handles"]:
+            self.objects.pop(int(hid), None)
+        return None
+
+
+def describe(exc: BaseException) -> dict:
+    """An exception as plain data: type, message, and where in the learner's files it was raised."""
+    where = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename.startswith(ROOT):
+            where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
+    if isinstance(exc, SyntaxError) and exc.filename and exc.filename.startswith(ROOT):
+        where = f"{os.path.basename(exc.filename)}:{exc.lineno}"
+    return {"type": type(exc).__name__, "mro": [c.__name__ for c in type(exc).__mro__],
+            "message": str(exc)[:wire.MAX_STRING], "where": where}
+
+
+def read_exact(fd, n):
+    chunks = []
+    while n:
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            raise EOFError
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def serve(proto_in, proto_out, worker):
+    while True:
+        try:
+            header_len, blob_len = wire.decode_lengths(read_exact(proto_in, 16))
+        except EOFError:
+            return
+        header, blob = read_exact(proto_in, header_len), read_exact(proto_in, blob_len)
+        try:
+            req = wire.decode(header, blob, from_handle=worker.from_handle)
+            result = getattr(worker, "op_" + req["op"])(req)
+            reply = wire.encode({"ok": result}, to_handle=worker.to_handle)
+        except BaseException as exc:  # noqa: BLE001 - report, never die, on a learner's exception
+            reply = wire.encode({"error": describe(exc)})
+        write_all(proto_out, reply)
+
+
+ROOT = ""
+
+
+def main():
+    global ROOT
+    ROOT = os.path.abspath(sys.argv[1])
+    output_path = sys.argv[2]
+    # The protocol keeps private copies of stdin/stdout; fd 0/1/2 become /dev/null and the output
+    # file, so nothing a learner prints can land in the protocol stream.
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    out = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    import torch
+    torch.set_num_threads(1)
+    os.chdir(ROOT)
+    serve(proto_in, proto_out, Worker(ROOT))
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""The one data contract: what flows from the check runner to the store and the renderers."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+SYMPTOMS = ("nan-forward", "nan-training", "loss-collapse", "first-loss-off", "future-leak",
+            "fp16-overflow", "softmax-overflow", "shape-mismatch", "value-mismatch", "exception",
+            "timeout", "memory-limit")
+RULES = ("attention-scaling", "causal-mask", "numerical-stability", "head-split",
+         "pre-ln-residual", "normalization", "positional-encoding", "weight-tying",
+         "parameter-count", "target-shift", "data-windows", "loss-flattening", "api-contract", "quiz")
+
+Symptom = Literal[SYMPTOMS]  # type: ignore[valid-type]
+Rule = Literal[RULES]  # type: ignore[valid-type]
+ErrorKind = Literal["timeout", "memory", "crash", "sandbox", "invalid-submission"]
+
+
+class Title(BaseModel):
+    en: str
+    zh_TW: str = Field(alias="zh-TW")
+
+    model_config = {"populate_by_name": True}
+
+
+class Limits(BaseModel):
+    wall_seconds: float = 120.0
+    call_seconds: float = 60.0
+    memory_mb: int = 4096
+    processes: int = 256
+    file_size_mb: int = 64
+    output_bytes: int = 1 << 20
+
+
+class Exercise(BaseModel):
+    """An exercise folder's exercise.toml."""
+    id: str
+    kind: Literal["code", "quiz"] = "code"
+    title: Title
+    day: int
+    days: list[int] = []
+    files: list[str]
+    names: dict[str, list[str]] = {}      # learner file -> names it must define
+    points: float
+    limits: Limits = Limits()
+
+    @property
+    def modules(self) -> list[str]:
+        return [f.removesuffix(".py") for f in self.files if f.endswith(".py")]
+
+
+class CheckResult(BaseModel):
+    id: str
+    passed: bool
+    points: float
+    max_points: float
+    rule: Rule
+    day: int
+    title: str = ""
+    message: str = ""
+    symptoms: list[Symptom] = []
+    evidence: dict[str, float | int | str | list] = {}
+
+
+class Diagnosis(BaseModel):
+    rule: Rule
+    day: int
+    mutant: str | None = None
+    message: str
+    check: str | None = None
+
+
+class GradeError(BaseModel):
+    kind: ErrorKind
+    message: str
+
+
+class Grade(BaseModel):
+    exercise: str
+    passed: bool
+    score: float
+    max_score: float
+    checks: list[CheckResult] = []
+    symptoms: list[Symptom] = []
+    diagnosis: list[Diagnosis] = []
+    error: GradeError | None = None
+    isolation: str = "process"
+    output: str = ""                # what the learner's code printed, capped
+    duration_s: float = 0.0
+    grader_version: str = ""
+    student: str | None = None

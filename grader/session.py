@@ -1,0 +1,162 @@
+"""The `submission` fixture of hidden tests: the learner's modules, reached through the jail.
+
+    mha = submission.attention.MultiHeadAttention(8, 2)   # built in the jail, a handle here
+    submission.load(mha, reference.state_dict())          # the grader's weights, by SPEC's names
+    y = mha(x)                                            # x crosses as bytes, y comes back as bytes
+
+Values that come back are plain Python data and this process's own tensors. A jail that dies is
+replaced by a fresh one for the next check; the handles of the dead one stop working.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from grader.jail.client import Jail, JailError, JailTimeout, LearnerError, Limits
+from grader.jail.wire import Handle
+
+
+class Remote:
+    """A learner object in the jail: a module attribute or a handle, plus an attribute path."""
+
+    def __init__(self, session: "SubmissionSession", target: dict, label: str):
+        object.__setattr__(self, "_session", session)
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_label", label)
+
+    def __getattr__(self, name: str) -> "Remote":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        target = dict(self._target, path=[*self._target.get("path", []), name])
+        return Remote(self._session, target, f"{self._label}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        return self._session._call(self, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<learner {self._label}>"
+
+
+class SubmissionSession:
+    def __init__(self, root: Path, modules: list[str], limits: Limits, generation: int = 0):
+        self.root = Path(root)
+        self.modules = list(modules)
+        self.limits = limits
+        self.started = time.monotonic()
+        self.jail: Jail | None = None
+        self.generation = generation      # bumps when a dead jail is replaced
+        self.import_errors: dict[str, dict | None] = {}
+        self.isolation = "process"
+
+    # -- jail lifecycle ---------------------------------------------------------------------
+    def budget_left(self) -> float:
+        return self.limits.wall_seconds - (time.monotonic() - self.started)
+
+    def _timeout(self) -> float:
+        left = self.budget_left()
+        if left <= 0:
+            raise JailTimeout(f"the submission used up its {self.limits.wall_seconds:.0f} s")
+        return min(left, self.limits.call_seconds)
+
+    def ensure_jail(self) -> Jail:
+        if self.jail is not None and self.jail.alive:
+            return self.jail
+        if self.jail is not None:
+            self.jail.close()
+            self.generation += 1
+        self.jail = Jail(self.root, self.limits)
+        self.isolation = self.jail.isolation
+        self.import_errors = self.jail.request("import", self._timeout(), modules=self.modules)
+        return self.jail
+
+    def request(self, op: str, **fields):
+        jail = self.ensure_jail()
+        return jail.request(op, self._timeout(), **fields)
+
+    def close(self) -> None:
+        if self.jail is not None:
+            self.jail.close()
+            self.jail = None
+
+    def output(self) -> str:
+        return self.jail.output() if self.jail is not None else ""
+
+    # -- what hidden tests use ----------------------------------------------------------------
+    def __getattr__(self, name: str) -> Remote:
+        if name in self.__dict__.get("modules", ()):
+            return Remote(self, {"module": name, "generation": self.generation}, name)
+        raise AttributeError(name)
+
+    def module(self, name: str) -> Remote:
+        return Remote(self, {"module": name, "generation": self.generation}, name)
+
+    def load(self, remote: Remote, state_dict: dict) -> None:
+        """Copy the grader's weights into a learner module, by SPEC's attribute names."""
+        state = {k: v.detach().clone() for k, v in state_dict.items()}
+        result = self.request("load", target=self._target(remote), state=state)
+        if "missing" in result:
+            raise AssertionError(
+                f"{remote._label} has no parameter named {', '.join(result['missing'][:5])}; "
+                "SPEC fixes these attribute names so the grader can load the same weights into "
+                "your module and the reference")
+        if "shape" in result:
+            name, theirs, ours = result["shape"]
+            raise AssertionError(f"{remote._label}.{name} has shape {theirs}; expected {ours}")
+
+    def parameters(self, remote: Remote) -> list[dict]:
+        """[{name, shape, dtype, object}] with `object` equal for entries that share a Parameter."""
+        return self.request("params", target=self._target(remote))
+
+    def state_dict(self, remote: Remote) -> dict:
+        return self.request("state", target=self._target(remote))
+
+    def fetch(self, remote: Remote):
+        """The value of a learner attribute, as plain data."""
+        return self.request("get", target=self._target(remote))
+
+    def train_lm(self, model: Remote, data, *, steps: int, batch_size: int, block_size: int,
+                 lr: float, seed: int = 0) -> list[float]:
+        return self.request("train_lm", target=self._target(model), data=data, steps=steps,
+                            batch_size=batch_size, block_size=block_size, lr=lr, seed=seed)
+
+    # -- internals ----------------------------------------------------------------------------
+    def _target(self, remote: Remote) -> dict:
+        target = dict(remote._target)
+        if target.pop("generation", self.generation) != self.generation:
+            raise JailError("this object lived in a jail that has since died")
+        return target
+
+    def _call(self, remote: Remote, args, kwargs):
+        args = [_unwrap(self, a) for a in args]
+        kwargs = {k: _unwrap(self, v) for k, v in kwargs.items()}
+        result = self.request("call", target=self._target(remote), args=args, kwargs=kwargs)
+        return _wrap(self, result, remote._label)
+
+
+def _unwrap(session: SubmissionSession, value):
+    if isinstance(value, Remote):
+        target = session._target(value)
+        if "handle" in target and not target.get("path"):
+            return Handle(target["handle"], "")
+        raise TypeError(f"only whole learner objects can be passed back, not {value._label}")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unwrap(session, v) for v in value)
+    if isinstance(value, dict):
+        return {k: _unwrap(session, v) for k, v in value.items()}
+    return value
+
+
+def _wrap(session: SubmissionSession, value, label: str):
+    if isinstance(value, Handle):
+        return Remote(session, {"handle": value.id, "generation": session.generation},
+                      f"{label}(...)")
+    if isinstance(value, list):
+        return [_wrap(session, v, label) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_wrap(session, v, label) for v in value)
+    if isinstance(value, dict):
+        return {k: _wrap(session, v, label) for k, v in value.items()}
+    return value
+
+
+__all__ = ["JailError", "LearnerError", "Limits", "Remote", "SubmissionSession"]

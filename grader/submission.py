@@ -1,0 +1,99 @@
+"""Reading a submission from disk, before anything of it runs: which files, are they usable.
+
+Runs in the trusted process and never executes learner code: Python files are only parsed with
+`ast` (to report a syntax error with its line), TOML files with tomllib.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.models import Exercise
+
+MAX_FILE_BYTES = 1 << 20
+
+
+class UsageError(Exception):
+    """Grading cannot start (exit code 2): a path that does not exist, a malformed TOML file."""
+
+
+class InvalidSubmission(Exception):
+    """The submission can be read but not graded as it is: a missing file or name, a syntax error."""
+
+
+@dataclass
+class SubmittedFiles:
+    files: dict[str, bytes] = field(default_factory=dict)        # learner file name -> contents
+    toml: dict[str, dict] = field(default_factory=dict)          # parsed learner TOML files
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for name in sorted(self.files):
+            h.update(name.encode() + b"\0" + self.files[name] + b"\0")
+        return h.hexdigest()
+
+
+def read_submission(exercise: Exercise, path: Path) -> SubmittedFiles:
+    """The learner files of `path` (a folder, or a single file). Raises UsageError/InvalidSubmission."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        raise UsageError(f"PATH: {path} does not exist")
+    if path.is_symlink():
+        raise InvalidSubmission(f"{path} is a symbolic link; submit the file itself")
+    if path.is_file():
+        candidates = {path.name: path} if path.name in exercise.files else {
+            f: path for f in exercise.files if Path(f).suffix == path.suffix}
+        if len(candidates) != 1:
+            raise InvalidSubmission(f"{path.name} is not one of this exercise's files: "
+                                    f"{', '.join(exercise.files)}")
+        located = candidates
+    else:
+        located = {name: path / name for name in exercise.files}
+    missing = [name for name, p in located.items() if not p.exists() and not p.is_symlink()]
+    if missing:
+        raise InvalidSubmission(f"missing file{'s' if len(missing) > 1 else ''}: "
+                                f"{', '.join(missing)} (this exercise needs "
+                                f"{', '.join(exercise.files)})")
+    submitted = SubmittedFiles()
+    for name, p in located.items():
+        if p.is_symlink():
+            raise InvalidSubmission(f"{name} is a symbolic link; symbolic links are refused")
+        if not p.is_file():
+            raise InvalidSubmission(f"{name} is not a regular file")
+        data = p.read_bytes()[:MAX_FILE_BYTES + 1]
+        if len(data) > MAX_FILE_BYTES:
+            raise InvalidSubmission(f"{name} is larger than {MAX_FILE_BYTES // 1024} KiB")
+        submitted.files[name] = data
+        if name.endswith(".py"):
+            check_python(name, data)
+        elif name.endswith(".toml"):
+            submitted.toml[name] = parse_toml(name, data)
+    return submitted
+
+
+def check_python(name: str, data: bytes) -> None:
+    try:
+        ast.parse(data.decode("utf-8"), filename=name)
+    except UnicodeDecodeError as exc:
+        raise InvalidSubmission(f"{name} is not UTF-8 text (byte {exc.start})") from None
+    except SyntaxError as exc:
+        raise InvalidSubmission(f"{name} line {exc.lineno}, column {exc.offset}: syntax error: "
+                                f"{exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise InvalidSubmission(f"{name} cannot be parsed: {type(exc).__name__}") from None
+
+
+def parse_toml(name: str, data: bytes) -> dict:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message ends with "(at line L, column C)"
+        raise UsageError(f"{name}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise UsageError(f"{name}: TOML nested too deeply") from None
