@@ -25,10 +25,15 @@ class _CheckCollector:
         self.results: list[CheckResult] = []
         self.diagnoses: list[Diagnosis] = []
         self.unmarked: list[str] = []
+        self.collect_errors: list[str] = []
 
     @pytest.fixture
     def submission(self):
         return self._submission
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.collect_errors.append(f"{report.nodeid}: {report.longreprtext[-2000:]}")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -83,7 +88,8 @@ def run_hidden_tests(hidden_dir: Path, submission) -> _CheckCollector:
             "--noconftest", "-p", "no:terminal", "-W", "ignore"]
     code = pytest.main(args, plugins=[collector])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        raise RuntimeError(f"hidden tests in {hidden_dir} could not run (pytest exit {code})")
+        raise RuntimeError(f"hidden tests in {hidden_dir} could not run (pytest exit {code}): "
+                           f"{' '.join(collector.collect_errors)}")
     if collector.unmarked:
         raise RuntimeError(f"hidden tests without a check marker: {collector.unmarked}")
     return collector

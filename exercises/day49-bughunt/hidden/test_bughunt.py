@@ -1,0 +1,213 @@
+"""Hidden tests for day49-bughunt: each of the four bugs is judged by its own check, so a learner
+who fixes three of them earns those three, and the report names the one left."""
+import math
+
+import torch
+
+import reference_model as ref
+from grader.fingerprints import causal_attention, estimate_scale, identify_attention, layer_norm
+from grader.testkit import (ProbeResult, check, expect_shape, fail, judge_training, markov_corpus,
+                            tolerance)
+
+V, BLOCK, D_MODEL, N_HEAD = 100, 16, 32, 4
+D_K = D_MODEL // N_HEAD
+
+
+def randn(*shape, seed):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def learner_attention_variant(submission):
+    """Call the learner's attention on random heads and name the (scale, mask) it computes."""
+    q, k, v = (randn(2, N_HEAD, 6, D_K, seed=s) for s in (1, 2, 3))
+    out = expect_shape(submission.bughunt.attention(q, k, v), q.shape, "attention(q, k, v)")
+    return identify_attention(out, q, k, v, D_MODEL, tolerance(torch.float32, 6)), (q, k, v, out)
+
+
+@check(points=3, rule="attention-scaling", day=43, title="(A) scores are scaled by 1/sqrt(d_k)")
+def test_attention_scale(submission):
+    variant, (q, k, v, out) = learner_attention_variant(submission)
+    if variant is not None and variant.correct_scale:
+        return
+    if variant is not None:
+        mutant = {"1/d_model": "scale-by-d-model", "1 (no scaling)": "no-scale"}.get(variant.scale_name)
+        fail(f"your attention scores are scaled by {variant.scale_name} = 1/{1 / variant.scale:.3g}; "
+             f"expected 1/sqrt(d_k) = 1/{math.sqrt(D_K):.3g}. Dividing by more than sqrt(d_k) "
+             "makes the scores too small and the attention too flat (every token gets about the "
+             "same weight); not dividing makes softmax saturate.",
+             symptoms=["value-mismatch"], scale=variant.scale,
+             diagnosis=[{"rule": "attention-scaling", "day": 43, "mutant": mutant,
+                         "message": f"(A) scores scaled by {variant.scale_name} instead of 1/sqrt(d_k): attention too flat"}])
+    scale = estimate_scale(out, q, k, v)
+    estimate = f" (the scale we estimate from your outputs is {scale:.4g}; expected {1 / math.sqrt(D_K):.4g})" if scale else ""
+    fail(f"attention(q, k, v) does not compute softmax(q k^T / sqrt(d_k)) v with a causal mask{estimate}.",
+         symptoms=["value-mismatch"])
+
+
+@check(points=3, rule="causal-mask", day=44, title="(B) the causal mask blocks only the future")
+def test_causal_mask(submission):
+    variant, (q, k, v, out) = learner_attention_variant(submission)
+    if variant is not None and variant.correct_mask:
+        return
+    nan_rows = torch.isnan(out).any(-1).nonzero().tolist()       # [b, head, query row]
+    if variant is not None and variant.mask == "diagonal=0" or (variant is None and nan_rows):
+        b, head, row = nan_rows[0] if nan_rows else (0, 0, 0)
+        fail(f"NaN on the first forward pass at query row {row} (head {head}): "
+             "torch.triu(..., diagonal=0) blocks each token's own position too, so row 0 has "
+             "every key blocked and softmax of all -inf is 0/0 = NaN. Block only keys j > i: "
+             "diagonal=1.", symptoms=["nan-forward"], row=row, head=head,
+             diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "mask-diagonal-0",
+                         "message": f"(B) triu(diagonal=0): NaN on the first forward pass at query row {row}"}])
+    if variant is not None and variant.mask == "none":
+        fail("attention lets each token see the tokens after it: the future leaks into the past. "
+             "Block key j > i with torch.triu(..., diagonal=1).", symptoms=["future-leak"],
+             diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
+                         "message": "causal mask missing: future tokens leak"}])
+    fail("attention(q, k, v) does not apply the causal mask softmax(... masked_fill(triu(diagonal=1), -inf)).",
+         symptoms=["value-mismatch"])
+
+
+def block_forward(state, x, attend, post_ln: bool):
+    """The toy Block in float64 from a state dict; `attend` is the attention the learner computes."""
+    p = {k: v.double() for k, v in state.items()}
+    B, T, C = x.shape
+
+    def attn(h):
+        heads = [(h @ p[f"attn.{w}.weight"].T).view(B, T, N_HEAD, D_K).transpose(1, 2) for w in ("w_q", "w_k", "w_v")]
+        return (attend(*heads).transpose(1, 2).reshape(B, T, C)) @ p["attn.w_o.weight"].T
+
+    def mlp(h):
+        return torch.nn.functional.gelu(h @ p["mlp.fc.weight"].T) @ p["mlp.proj.weight"].T
+
+    ln_1 = lambda h: layer_norm(h, p["ln_1.weight"], p["ln_1.bias"])  # noqa: E731
+    ln_2 = lambda h: layer_norm(h, p["ln_2.weight"], p["ln_2.bias"])  # noqa: E731
+    x = x.double()
+    x = ln_1(x + attn(x)) if post_ln else x + attn(ln_1(x))
+    return x + mlp(ln_2(x))
+
+
+@check(points=3, rule="pre-ln-residual", day=46, title="(C) the Block is Pre-LN")
+def test_block_is_pre_ln(submission):
+    variant, _ = learner_attention_variant(submission)
+    scale, mask = (variant.scale, variant.mask) if variant else (1 / math.sqrt(D_K), "diagonal=1")
+    attend = lambda q, k, v: causal_attention(q, k, v, scale, mask)  # noqa: E731
+    torch.manual_seed(46)
+    reference = ref.Block(ref.GPTConfig(V, BLOCK, D_MODEL, 1, N_HEAD))
+    with torch.no_grad():                    # non-trivial LayerNorm gains, so Post-LN shows
+        for name, p in reference.named_parameters():
+            if name.startswith("ln_"):
+                p.copy_(randn(*p.shape, seed=len(name)) * 0.5 + (1.0 if name.endswith("weight") else 0.0))
+    state = reference.state_dict()
+    block = submission.bughunt.Block(submission.bughunt.GPTConfig())
+    submission.load(block, state)
+    x = randn(2, 7, D_MODEL, seed=4)
+    out = expect_shape(block(x), x.shape, "Block(x)")
+    pre, post = block_forward(state, x, attend, False), block_forward(state, x, attend, True)
+    tol = tolerance(torch.float32, D_MODEL * 4)
+    finite = ~torch.isnan(pre).any(-1)      # rows an unfixed (B) turns to NaN say nothing about (C)
+    if torch.allclose(out[finite].double(), pre[finite], rtol=tol, atol=tol):
+        return
+    if torch.allclose(out[finite].double(), post[finite], rtol=tol, atol=tol):
+        fail("your Block computes Post-LN: x = ln_1(x + attn(x)). The curriculum's GPT is Pre-LN: "
+             "x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)). Normalising only the sublayer's input "
+             "keeps the residual path an identity, which is what lets deep stacks train.",
+             symptoms=["value-mismatch"],
+             diagnosis=[{"rule": "pre-ln-residual", "day": 46, "mutant": "post-ln",
+                         "message": "(C) Post-LN: x = ln_1(x + attn(x)) instead of x = x + attn(ln_1(x))"}])
+    fail("Block(x) is neither x + attn(ln_1(x)) followed by x + mlp(ln_2(x)), nor a known variant.",
+         symptoms=["value-mismatch"])
+
+
+@check(points=3, rule="target-shift", day=49, title="(D) the target is the next token")
+def test_make_xy_shifts_targets(submission):
+    chunk = torch.tensor([502, 1204, 33, 991, 88, 7, 64])
+    x, y = submission.bughunt.make_xy(chunk)
+    ref_x, ref_y = ref.make_xy(chunk)
+    x = expect_shape(x, ref_x.shape, "make_xy(chunk)[0] (x)")
+    y = expect_shape(y, ref_y.shape, "make_xy(chunk)[1] (y)")
+    if torch.equal(y.long(), x.long()):
+        fail("make_xy returns y equal to x: the model is asked to predict the token it already "
+             "sees, so the loss collapses toward 0 while it learns nothing. The target of x[t] is "
+             "the NEXT token: x = chunk[:-1], y = chunk[1:].", symptoms=["loss-collapse"],
+             diagnosis=[{"rule": "target-shift", "day": 49, "mutant": "unshifted-targets",
+                         "message": "(D) y = chunk[:-1]: targets not shifted, the loss collapses toward 0"}])
+    if not (torch.equal(x.long(), ref_x) and torch.equal(y.long(), ref_y)):
+        fail("make_xy(chunk) should return x = chunk[:-1] and y = chunk[1:].", symptoms=["value-mismatch"])
+
+
+@check(points=4, rule="target-shift", day=49, title="the fixed model trains honestly")
+def test_training_on_a_markov_corpus(submission):
+    data, floor = markov_corpus(V, 4, 20_000, seed=49)
+    losses = submission.bughunt.train(data=data, config=submission.bughunt.GPTConfig(), steps=120,
+                                      batch_size=16, lr=3e-3, seed=0)
+    if not isinstance(losses, list) or not losses:
+        fail(f"train(...) should return the list of per-step losses, got {type(losses).__name__}")
+    judge_training(ProbeResult(losses, V, floor), "your model with your train()")
+
+
+# -- diagnosis.toml -------------------------------------------------------------------------------
+
+BUGS = {  # bug -> (accepted rules, accepted days, what to look at)
+    "A": ({"attention-scaling"}, {43}, "what the scores are divided by"),
+    "B": ({"causal-mask", "numerical-stability"}, {44, 45}, "which positions the mask blocks"),
+    "C": ({"pre-ln-residual"}, {46}, "where the LayerNorm sits relative to the residual"),
+    "D": ({"target-shift"}, {49}, "what y is relative to x"),
+}
+
+
+def diagnosis(submission) -> dict:
+    return submission.toml.get("diagnosis.toml", {})
+
+
+def judge_bug(submission, bug):
+    rules, days, look = BUGS[bug]
+    entry = diagnosis(submission).get("bugs", {}).get(bug)
+    if not isinstance(entry, dict):
+        fail(f"diagnosis.toml has no [bugs.{bug}] table with rule and day.")
+    rule, day = str(entry.get("rule", "")).strip(), entry.get("day")
+    if rule not in rules:
+        fail(f"bugs.{bug}.rule = {rule!r} is not the rule bug ({bug}) breaks. Look at {look}.")
+    if not isinstance(day, int) or day not in days:
+        fail(f"bugs.{bug}.day = {day!r} is not the curriculum day that teaches this rule.")
+
+
+@check(points=1, rule="attention-scaling", day=43, title="diagnosis of bug (A)")
+def test_diagnosis_bug_a(submission):
+    judge_bug(submission, "A")
+
+
+@check(points=1, rule="causal-mask", day=44, title="diagnosis of bug (B)")
+def test_diagnosis_bug_b(submission):
+    judge_bug(submission, "B")
+
+
+@check(points=1, rule="pre-ln-residual", day=46, title="diagnosis of bug (C)")
+def test_diagnosis_bug_c(submission):
+    judge_bug(submission, "C")
+
+
+@check(points=1, rule="target-shift", day=49, title="diagnosis of bug (D)")
+def test_diagnosis_bug_d(submission):
+    judge_bug(submission, "D")
+
+
+@check(points=1, rule="quiz", day=49, title="which bug causes which symptom")
+def test_diagnosis_symptoms(submission):
+    symptoms = diagnosis(submission).get("symptoms", {})
+    nan, collapse = (str(symptoms.get(k, "")).strip().upper() for k in ("nan_first_forward", "loss_collapse"))
+    if nan != "B":
+        fail(f"symptoms.nan_first_forward = {nan!r}: which bug leaves a query with no visible key, "
+             "so that softmax of all -inf is NaN on the very first forward pass?")
+    if collapse != "D":
+        fail(f"symptoms.loss_collapse = {collapse!r}: which bug lets the model see the very "
+             "token it must predict?")
+
+
+@check(points=1, rule="quiz", day=49, title="the first loss after the fix")
+def test_diagnosis_first_loss(submission):
+    from grader.answers import Question, check_answer
+    raw = diagnosis(submission).get("symptoms", {}).get("first_loss")
+    result = check_answer(Question(id="first_loss", kind="real", answer=math.log(V), tol=5e-3), raw)
+    if not result.passed:
+        fail(f"symptoms.first_loss: {result.message} Hint: with small random weights every one of "
+             "the V = 100 tokens is about equally likely.")

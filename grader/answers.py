@@ -1,0 +1,943 @@
+"""The answer engine: read what a learner wrote in `answers.toml` and grade it against a key.
+
+Pure functions over data: no I/O, no torch, nothing that can hang or blow up on hostile text.
+
+    parse_answer(raw)            -> Number | NumberArray | ParseError
+    parse_choice(raw, letters)   -> str | ParseError
+    check_answer(question, raw)  -> AnswerResult        (never raises)
+    check_answers(questions, table) -> list[AnswerResult]
+
+What a learner may write (SPEC "Quiz exercises"), as a TOML value or inside a TOML string:
+
+- TOML integers and floats (`4194304`, `4_194_304`, `88.7`, `8.0e1`, `inf`).
+- Plain numbers in strings: `"4194304"`, `"-0.5"`, `".5"`, `"4.19e6"`.
+- Thousands separators in strings: comma, space or underscore, one kind per number, and only
+  between groups of exactly three digits: `"4,194,304"`, `"4 194 304"`, `"4_194_304"`.
+  `"1,5"` is refused as ambiguous (a European decimal comma?). Note that `"1,500"` therefore
+  reads as 1500. Separators are read only in a string that is one plain number, never inside an
+  expression (there `,` separates function arguments; write `4194304` or `4_194_304`).
+- Any Unicode compatibility form, normalised with NFKC first: full-width digits and commas
+  (`"４，１９４，３０４"`), no-break and thin spaces, full-width letters. Also `−` (minus sign)
+  is `-`, `×` is `*`, `÷` is `/`, `π` is `pi`, and superscript digits are powers (`"10³"`).
+  Other number-like symbols (`½`, `①`) are refused rather than guessed at.
+- Infinity: `inf`, `+inf`, `-inf`, `Infinity`, `∞`, `+∞`, `-∞` (any case). `nan` is refused.
+- A simple expression, evaluated by walking Python's `ast`, never `eval`: numbers, `+ - * /`,
+  `**` and `^` (both mean power, as on a calculator; `^` is never XOR), parentheses, unary
+  minus, the constants `pi` and `e`, and the functions `ln(x)`, `log(x)` (natural log, as in
+  Python, NumPy and PyTorch), `log(x, b)` (log base b, as Python's `math.log`), `log2`,
+  `log10`, `exp` and `sqrt`. Names are case-insensitive. Anything else (other names,
+  attributes, subscripts, other calls, `%`, `//`, comparisons, lambdas) is refused.
+  Arithmetic is exact (fractions) until a function or constant makes it a float, so
+  `"768/12"` is exactly 64 and `"sqrt(4096)"` is exactly 64.
+- A list as a TOML array, nested for a matrix (a list of rows). Each element may be any of the
+  forms above. A string holding a bracketed list, `"[[1, 0], [0.0558, 0.9442]]"`, is also
+  accepted; inside it commas separate elements and each element is an expression.
+
+Limits (against CPU and memory bombs): 200 characters a string (before and after NFKC), 10,000
+elements and 4 dimensions a list, decimal exponents within +-400, magnitudes up to the largest
+finite float, and exact intermediate values of at most 4096 bits (a larger power is computed as
+a float, and overflow is refused): `"9**9**9"` is refused at once.
+
+Grading rules:
+- integer: exact. A value that is exactly an integer counts as that integer (`80.0`, `"8.0e1"`,
+  `"768/12"`); a wrong answer written as a rounded decimal or in scientific notation is told to
+  write all its digits.
+- real: |answer - key| <= tol (absolute, the default), <= tol * |key| (relative), or, for
+  `sigfigs = n`, within half a unit of the key's n-th significant figure. Bounds are inclusive
+  and computed exactly when both values are exact (a TOML float is read as its shortest repr).
+- inf: `inf` and its spellings above; a finite number gets teaching text about overflow.
+- choice: one letter, either case, surrounding spaces ignored.
+- Lists compare element by element; feedback names the element (row and column in a matrix)
+  and the shape, never the key's values.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import re
+import sys
+import unicodedata
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Annotated, Callable, Iterable, Literal, Mapping, Sequence, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    model_validator,
+)
+
+# -- limits ------------------------------------------------------------------------------------
+
+MAX_CHARS = 200                 # a string answer, before and after normalisation
+MAX_ELEMENTS = 10_000           # a list answer, all elements together
+MAX_DIMS = 4                    # nesting depth of a list answer
+MAX_DECIMAL_EXPONENT = 400      # |e| in a literal like 1.5e-7
+MAX_EXACT_BITS = 4096           # numerator / denominator of an exact intermediate value
+MAX_MAGNITUDE = Fraction(sys.float_info.max)
+_SHOWN_CHARS = 40               # learner text quoted back in feedback is cut to this
+
+Notation = Literal["integer", "decimal", "scientific", "expression", "infinity"]
+
+
+# -- parsed values -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Number:
+    """One number as the learner wrote it.
+
+    value: a Fraction when exact (every literal, and + - * / ** on them); a float when a
+    function or constant made it inexact, or for +-inf.
+    text: what the learner wrote (stripped), for feedback.
+    notation: how it was written; "decimal" and "scientific" are rounded-looking forms.
+    """
+
+    value: Fraction | float
+    text: str
+    notation: Notation
+
+    @property
+    def is_exact(self) -> bool:
+        return isinstance(self.value, Fraction)
+
+    @property
+    def is_finite(self) -> bool:
+        return self.is_exact or math.isfinite(self.value)
+
+    @property
+    def is_integer(self) -> bool:
+        if isinstance(self.value, Fraction):
+            return self.value.denominator == 1
+        return math.isfinite(self.value) and self.value.is_integer()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class NumberArray:
+    """A list (or matrix, or deeper array) of numbers: `values` in row-major order."""
+
+    values: tuple[Number, ...]
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ParseError:
+    """Why an answer could not be read. `message` is learner-facing; `code` is stable."""
+
+    message: str
+    code: str
+
+
+ParsedAnswer = Union[Number, NumberArray]
+
+
+class _Refused(Exception):
+    """Internal: raised while reading, turned into a ParseError at the boundary."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _show(text: str) -> str:
+    """Learner text quoted back: non-printables escaped, cut to a few dozen characters."""
+    safe = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return safe if len(safe) <= _SHOWN_CHARS else safe[: _SHOWN_CHARS - 1] + "…"
+
+
+_FORMS_HELP = ("write a number (1234567, 1,234,567, 0.125, 1.5e-3) "
+               "or a simple expression (3/4, sqrt(2), ln(10), 2**10)")
+
+
+# -- text normalisation ------------------------------------------------------------------------
+
+_SUPERSCRIPT_RUN = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]+")
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
+_SYMBOLS = str.maketrans({"−": "-", "–": "-", "×": "*", "÷": "/", "π": "pi", "^": "**"})
+
+
+def _normalise(raw: str) -> str:
+    """Superscripts to powers, NFKC, symbols to ASCII operators, stripped. Raises _Refused."""
+    text = _SUPERSCRIPT_RUN.sub(lambda m: "**(" + m.group().translate(_SUPERSCRIPTS) + ")", raw)
+    for c in text:
+        if unicodedata.category(c) == "No":
+            raise _Refused("unreadable", f"{_show(raw)!r} contains {c!r}: write it with digits and "
+                                         "operators (e.g. 1/2 rather than ½)")
+    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_SYMBOLS)
+    return text.strip()
+
+
+# -- plain numbers -----------------------------------------------------------------------------
+
+_PLAIN = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_GROUPED = re.compile(
+    r"(?P<sign>[+-]?)(?P<int>\d{1,3}(?P<sep>[,_ ])\d{3}(?:(?P=sep)\d{3})*)"
+    r"(?P<frac>\.\d*)?(?P<exp>[eE][+-]?\d+)?",
+    re.ASCII,
+)
+_SEPARATED = re.compile(r"[+-]?\d[\d,_ ]*(?:\.\d*)?(?:[eE][+-]?\d+)?", re.ASCII)
+_INFINITY = re.compile(r"(?P<sign>[+-]?)\s*(?:inf|infinity|∞)", re.IGNORECASE)
+_NAN = re.compile(r"[+-]?nan", re.IGNORECASE)
+
+
+def _notation_of_literal(literal: str) -> Notation:
+    if "e" in literal or "E" in literal:
+        return "scientific"
+    return "decimal" if "." in literal else "integer"
+
+
+def _exact_decimal(literal: str) -> Fraction:
+    """An ASCII decimal literal (underscores allowed) as an exact Fraction, within limits."""
+    literal = literal.replace("_", "")
+    mantissa, _, exponent = literal.lower().partition("e")
+    if exponent and abs(int(exponent)) > MAX_DECIMAL_EXPONENT:
+        raise _Refused("too-large", f"the exponent in {_show(literal)} is out of range "
+                                    f"(at most {MAX_DECIMAL_EXPONENT} either way)")
+    return _checked(Fraction(literal))
+
+
+def _read_plain(text: str) -> Number | None:
+    """A plain or thousands-grouped number, or infinity; None when `text` is neither."""
+    if m := _INFINITY.fullmatch(text):
+        return Number(-math.inf if m["sign"] == "-" else math.inf, text, "infinity")
+    if _PLAIN.fullmatch(text):
+        return Number(_exact_decimal(text), text, _notation_of_literal(text))
+    if m := _GROUPED.fullmatch(text):
+        literal = m["sign"] + m["int"].replace(m["sep"], "") + (m["frac"] or "") + (m["exp"] or "")
+        return Number(_exact_decimal(literal), text, _notation_of_literal(literal))
+    return None
+
+
+def _refuse_separators(text: str) -> None:
+    """Explain why digits with separators that are not groups of three were not read."""
+    if "," in text:
+        raise _Refused("ambiguous-comma", (
+            f"{_show(text)!r} is ambiguous: write decimals with a point (1.5), and use commas "
+            "only between groups of three digits (1,234,567)"))
+    raise _Refused("bad-grouping", (
+        f"{_show(text)!r} has digit groups that are not three digits long: separate thousands "
+        "as 1 234 567 or 1_234_567, or write the digits without separators"))
+
+
+# -- expressions -------------------------------------------------------------------------------
+
+def _checked(value: Fraction | float) -> Fraction | float:
+    """Keep values finite and small enough to compute with; huge exact values become floats."""
+    if isinstance(value, Fraction):
+        if abs(value) > MAX_MAGNITUDE:
+            raise _Refused("too-large", "the value is too large to be an answer")
+        if max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_EXACT_BITS:
+            return float(value)
+        return value
+    if isinstance(value, complex) or not math.isfinite(value):
+        raise _Refused("too-large", "the value is too large to be an answer")
+    return value
+
+
+def _ln(x: Fraction | float) -> float:
+    if x <= 0:
+        raise _Refused("math-domain", "the logarithm needs a positive number")
+    return math.log(x)
+
+
+def _log(x: Fraction | float, base: Fraction | float | None = None) -> float:
+    if base is None:
+        return _ln(x)
+    if base <= 0 or base == 1:
+        raise _Refused("math-domain", "the base b of log(x, b) must be positive and not 1")
+    return _ln(x) / math.log(base)
+
+
+def _log2(x: Fraction | float) -> float:
+    _ln(x)  # the same domain check
+    return math.log2(x)
+
+
+def _log10(x: Fraction | float) -> float:
+    _ln(x)
+    return math.log10(x)
+
+
+def _exp(x: Fraction | float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        raise _Refused("too-large", "the value overflows in exp(...): it is too large to be an answer")
+
+
+def _sqrt(x: Fraction | float) -> Fraction | float:
+    if x < 0:
+        raise _Refused("math-domain", "the square root needs a number that is not negative")
+    if isinstance(x, Fraction):
+        num, den = math.isqrt(x.numerator), math.isqrt(x.denominator)
+        if num * num == x.numerator and den * den == x.denominator:
+            return Fraction(num, den)
+    return math.sqrt(x)
+
+
+_FUNCTIONS: dict[str, tuple[Callable[..., Fraction | float], tuple[int, ...]]] = {
+    "ln": (_ln, (1,)),
+    "log": (_log, (1, 2)),
+    "log2": (_log2, (1,)),
+    "log10": (_log10, (1,)),
+    "exp": (_exp, (1,)),
+    "sqrt": (_sqrt, (1,)),
+}
+_CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
+_ALLOWED_HELP = ("only numbers, + - * / ** ^, parentheses, pi, e and the functions "
+                 "ln, log, log2, log10, exp, sqrt are allowed")
+
+
+def _power(base: Fraction | float, exponent: Fraction | float) -> Fraction | float:
+    if base == 0 and exponent < 0:
+        raise _Refused("division-by-zero", "division by zero (0 to a negative power)")
+    if isinstance(base, Fraction) and isinstance(exponent, Fraction) and exponent.denominator == 1:
+        bits = max(base.numerator.bit_length(), base.denominator.bit_length())
+        if abs(exponent.numerator) * bits <= MAX_EXACT_BITS:
+            return base ** exponent.numerator
+    if base < 0 and not float(exponent).is_integer():
+        raise _Refused("math-domain", "a negative number to a fractional power is not a real number")
+    try:
+        return math.pow(base, exponent)
+    except OverflowError:
+        raise _Refused("too-large", "the power is too large to be an answer")
+
+
+def _binary(op: ast.operator, left: Fraction | float, right: Fraction | float) -> Fraction | float:
+    match op:
+        case ast.Add():
+            return left + right
+        case ast.Sub():
+            return left - right
+        case ast.Mult():
+            return left * right
+        case ast.Div():
+            if right == 0:
+                raise _Refused("division-by-zero", "division by zero")
+            return left / right
+        case ast.Pow():
+            return _power(left, right)
+    raise _Refused("unsafe-expression", f"the operator {type(op).__name__} is not allowed: {_ALLOWED_HELP}")
+
+
+def _evaluate(node: ast.AST, source: str) -> Fraction | float:
+    """Walk an expression tree, allowing only arithmetic, pi, e and a few functions."""
+    match node:
+        case ast.Constant(value=bool() | str() | bytes() | complex() | None):
+            raise _Refused("unsafe-expression", f"{_show(ast.get_source_segment(source, node) or '')!r} "
+                                                f"is not a number: {_ALLOWED_HELP}")
+        case ast.Constant(value=int() as value):
+            return _checked(Fraction(value))
+        case ast.Constant(value=float()):
+            return _exact_decimal(ast.get_source_segment(source, node) or "nan")
+        case ast.UnaryOp(op=ast.USub(), operand=operand):
+            return -_evaluate(operand, source)
+        case ast.UnaryOp(op=ast.UAdd(), operand=operand):
+            return _evaluate(operand, source)
+        case ast.BinOp(left=left, op=op, right=right):
+            a, b = _evaluate(left, source), _evaluate(right, source)
+            try:
+                return _checked(_binary(op, a, b))
+            except (ArithmeticError, ValueError):
+                raise _Refused("too-large", "the value is out of range")
+        case ast.Name(id=name) if name.lower() in _CONSTANTS:
+            return _CONSTANTS[name.lower()]
+        case ast.Name(id=name):
+            raise _Refused("unsafe-expression", f"unknown name {_show(name)!r}: {_ALLOWED_HELP}")
+        case ast.Call(func=ast.Name(id=name), args=args, keywords=[]) if name.lower() in _FUNCTIONS:
+            function, arities = _FUNCTIONS[name.lower()]
+            if len(args) not in arities or any(isinstance(a, ast.Starred) for a in args):
+                raise _Refused("unsafe-expression", f"the function {name.lower()} takes "
+                                                    f"{' or '.join(map(str, arities))} argument(s)")
+            values = [_evaluate(a, source) for a in args]
+            try:
+                return _checked(function(*values))
+            except (ArithmeticError, ValueError):  # e.g. ln of a value that rounds to 0.0
+                raise _Refused("math-domain", f"the value of {name.lower()}(...) is out of range")
+        case ast.Call():
+            raise _Refused("unsafe-expression", f"that function call is not allowed: {_ALLOWED_HELP}")
+        case ast.Tuple():
+            raise _Refused("ambiguous-comma", (
+                "a comma here is ambiguous: write decimals with a point (1.5), thousands without "
+                "separators inside an expression, and lists as TOML arrays [a, b]"))
+    raise _Refused("unsafe-expression", f"{type(node).__name__} is not allowed: {_ALLOWED_HELP}")
+
+
+def _parse_expression(text: str) -> ast.expr:
+    try:
+        return ast.parse(text, mode="eval").body
+    except Exception:  # SyntaxError, ValueError (NUL bytes), RecursionError, MemoryError
+        if "," in text:
+            raise _Refused("ambiguous-comma", (
+                f"could not read {_show(text)!r}: commas are read only as thousands separators "
+                "in a single plain number (1,234,567); inside an expression write 1234567"))
+        if "%" in text:
+            raise _Refused("unreadable", f"could not read {_show(text)!r}: percent signs are not "
+                                         "read; write the value as a plain number")
+        raise _Refused("unreadable", f"could not read {_show(text)!r} as a number: {_FORMS_HELP}")
+
+
+def _number_from_node(node: ast.expr, source: str) -> Number:
+    text = ast.get_source_segment(source, node) or source
+    value = _evaluate(node, source)
+    literal = node.operand if isinstance(node, ast.UnaryOp) else node
+    if isinstance(literal, ast.Constant) and isinstance(value, Fraction):
+        return Number(value, text, _notation_of_literal(text))
+    return Number(value, text, "expression")
+
+
+# -- reading an answer -------------------------------------------------------------------------
+
+def _read_text(raw: str) -> Number | list | tuple[list, str]:
+    """A string: one number, or (for "[...]") a nested list of ast nodes plus the source."""
+    if len(raw) > MAX_CHARS:
+        raise _Refused("too-long", f"the answer is {len(raw)} characters long; the limit is {MAX_CHARS}")
+    text = _normalise(raw)
+    if len(text) > MAX_CHARS:
+        raise _Refused("too-long", f"the answer is too long once normalised; the limit is {MAX_CHARS}")
+    if not text:
+        raise _Refused("empty", "the answer is empty: " + _FORMS_HELP)
+    if _NAN.fullmatch(text):
+        raise _Refused("nan", "not a number (nan) is not an answer: " + _FORMS_HELP)
+    if (number := _read_plain(text)) is not None:
+        return Number(number.value, raw.strip(), number.notation)
+    if _SEPARATED.fullmatch(text):
+        _refuse_separators(raw.strip())
+    node = _parse_expression(text)
+    if isinstance(node, ast.List):
+        return (_list_nodes(node), text)
+    number = _number_from_node(node, text)
+    return Number(number.value, raw.strip(), number.notation)
+
+
+def _list_nodes(node: ast.expr) -> list | ast.expr:
+    return [_list_nodes(n) for n in node.elts] if isinstance(node, ast.List) else node
+
+
+def _read_scalar(raw: object) -> Number:
+    """One learner value that is not a list."""
+    match raw:
+        case None:
+            raise _Refused("missing", "no answer given")
+        case bool():
+            raise _Refused("not-a-number", f"{str(raw).lower()} is not a number: {_FORMS_HELP}")
+        case int():
+            return Number(_checked(Fraction(raw)), str(raw), "integer")
+        case float() if math.isnan(raw):
+            raise _Refused("nan", "not a number (nan) is not an answer: " + _FORMS_HELP)
+        case float() if math.isinf(raw):
+            return Number(raw, "inf" if raw > 0 else "-inf", "infinity")
+        case float():
+            text = repr(raw)
+            return Number(_exact_decimal(text), text, "scientific" if "e" in text else "decimal")
+        case str():
+            read = _read_text(raw)
+            if isinstance(read, Number):
+                return read
+            raise _Refused("not-a-number", "a list inside a list must be written as a nested TOML "
+                                           "array, not as a string")
+        case dict():
+            raise _Refused("not-a-number", "a TOML table is not an answer: " + _FORMS_HELP)
+    raise _Refused("not-a-number", f"a {type(raw).__name__} is not an answer: {_FORMS_HELP}")
+
+
+def _where(path: Sequence[int], ndim: int) -> str:
+    """1-based position of an element: 'element 3', 'row 2, column 1', 'element [1, 2, 3]'."""
+    if ndim == 1 and len(path) == 1:
+        return f"element {path[0] + 1}"
+    if ndim == 2 and len(path) == 2:
+        return f"row {path[0] + 1}, column {path[1] + 1}"
+    if len(path) == 1:
+        return f"row {path[0] + 1}"
+    return "element [" + ", ".join(str(i + 1) for i in path) + "]"
+
+
+def _build_array(items: list, read_leaf: Callable[[object], Number]) -> NumberArray:
+    """Nested lists to a rectangular NumberArray; read_leaf reads each non-list element."""
+
+    def build(node: list, path: tuple[int, ...]) -> tuple[tuple[Number, ...], tuple[int, ...]]:
+        if len(path) >= MAX_DIMS:
+            raise _Refused("too-large", f"lists may be nested at most {MAX_DIMS} deep")
+        if not node:
+            raise _Refused("empty", "an empty list is not an answer" if not path
+                           else f"{_where(path, len(path) + 1)} is an empty list")
+        if len(node) > MAX_ELEMENTS:
+            raise _Refused("too-large", f"the list has more than {MAX_ELEMENTS} elements")
+        children = []
+        for i, item in enumerate(node):
+            if isinstance(item, (list, tuple)):
+                children.append(build(list(item), (*path, i)))
+            else:
+                try:
+                    children.append(((read_leaf(item),), ()))
+                except _Refused as refused:
+                    depth = len(path) + 1
+                    ndim = depth if all(not isinstance(x, (list, tuple)) for x in node) else depth + 1
+                    raise _Refused(refused.code, f"{_where((*path, i), ndim)}: {refused.message}")
+        shapes = {shape for _, shape in children}
+        if len(shapes) > 1:
+            what = "rows" if not path else "the lists inside " + _where(path, len(path) + 1)
+            if () in shapes:
+                raise _Refused("ragged", f"the answer mixes numbers and lists: write a list of "
+                                         f"numbers, or a list of rows")
+            lengths = ", ".join(str(shape[0]) for _, shape in children)
+            raise _Refused("ragged", f"the {what} have different lengths ({lengths}): "
+                                     "every row must have the same length")
+        values = tuple(v for child, _ in children for v in child)
+        if len(values) > MAX_ELEMENTS:
+            raise _Refused("too-large", f"the list has more than {MAX_ELEMENTS} elements")
+        return values, (len(node), *shapes.pop())
+
+    values, shape = build(items, ())
+    return NumberArray(values, shape)
+
+
+def parse_answer(raw: object) -> Number | NumberArray | ParseError:
+    """Read a learner's value (a TOML int, float, string, or nested array) into numbers.
+
+    Never raises on learner input: anything unreadable comes back as a ParseError whose
+    message says why and how to write it.
+    """
+    try:
+        if isinstance(raw, (list, tuple)):
+            return _build_array(list(raw), _read_scalar)
+        if isinstance(raw, str):
+            read = _read_text(raw)
+            if isinstance(read, tuple):
+                nodes, source = read
+                return _build_array(nodes, lambda node: _number_from_node(node, source))
+            return read
+        return _read_scalar(raw)
+    except _Refused as refused:
+        return ParseError(refused.message[:1].upper() + refused.message[1:] + ".", refused.code)
+
+
+def parse_choice(raw: object, letters: Iterable[str]) -> str | ParseError:
+    """A multiple-choice answer: one of `letters`, either case, spaces around it ignored."""
+    valid = sorted(letter.upper() for letter in letters)
+    listed = _or_list(valid)
+    if raw is None:
+        return ParseError(f"No answer given: answer with one letter, {listed}.", "missing")
+    if not isinstance(raw, str):
+        return ParseError(f"Answer with the letter of one option ({listed}), written as a TOML "
+                          'string such as "A".', "not-a-letter")
+    if len(raw) > MAX_CHARS:
+        return ParseError(f"The answer is too long: answer with one letter, {listed}.", "too-long")
+    letter = unicodedata.normalize("NFKC", raw).translate(_INVISIBLE).strip().upper()
+    if letter in valid:
+        return letter
+    return ParseError(f"{_show(raw.strip())!r} is not one of the options: answer with one "
+                      f"letter, {listed}.", "not-a-letter")
+
+
+def _or_list(items: Sequence[str], word: str = "or") -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
+
+
+# -- questions ---------------------------------------------------------------------------------
+
+_RealScalar = Union[StrictInt, StrictFloat, StrictStr]
+
+
+class _QuestionBase(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    hint: str | None = None  # teaching text added to the feedback on a wrong (readable) answer
+
+    _key: Number | NumberArray | None = PrivateAttr(default=None)
+
+    @property
+    def key(self) -> Number | NumberArray:
+        """The answer key, read with the same parser as learner answers."""
+        assert self._key is not None
+        return self._key
+
+    def _set_key(self, raw: object, integer: bool) -> None:
+        key = parse_answer(raw)
+        if isinstance(key, ParseError):
+            raise ValueError(f"{self.id}: the key cannot be read: {key.message}")
+        values = key.values if isinstance(key, NumberArray) else (key,)
+        if not all(v.is_finite for v in values):
+            raise ValueError(f"{self.id}: the key must be finite (use kind = 'inf' for inf)")
+        if integer and not all(v.is_integer for v in values):
+            raise ValueError(f"{self.id}: an integer key must hold whole numbers")
+        self._key = key
+
+
+class IntegerQuestion(_QuestionBase):
+    """An exact integer, or a list / matrix of them (`answer = [1, 3, 6]`)."""
+
+    kind: Literal["integer"] = "integer"
+    answer: StrictInt | list[StrictInt] | list[list[StrictInt]]
+
+    @model_validator(mode="after")
+    def _read_key(self) -> "IntegerQuestion":
+        self._set_key(self.answer, integer=True)
+        return self
+
+
+class RealQuestion(_QuestionBase):
+    """A real number, or a list / matrix of them, within a tolerance.
+
+    tol_kind "abs" (default): |x - key| <= tol.  "rel": |x - key| <= tol * |key|.
+    "sigfigs": x agrees with key to `sigfigs` significant figures, i.e. |x - key| is at most
+    half a unit in the key's sigfigs-th significant figure (a key of 0 needs exactly 0).
+    The key may be a number or a string in any answer form (e.g. "ln(100)").
+    """
+
+    kind: Literal["real"] = "real"
+    answer: _RealScalar | list[_RealScalar] | list[list[_RealScalar]]
+    tol_kind: Literal["abs", "rel", "sigfigs"] = "abs"
+    tol: float | None = Field(default=None, ge=0)
+    sigfigs: int | None = Field(default=None, ge=1, le=17)
+
+    @model_validator(mode="after")
+    def _tolerance_given(self) -> "RealQuestion":
+        if self.tol_kind == "sigfigs" and (self.sigfigs is None or self.tol is not None):
+            raise ValueError(f"{self.id}: tol_kind 'sigfigs' needs sigfigs = N and no tol")
+        if self.tol_kind != "sigfigs" and (self.tol is None or self.sigfigs is not None):
+            raise ValueError(f"{self.id}: tol_kind {self.tol_kind!r} needs tol and no sigfigs")
+        return self
+
+    @model_validator(mode="after")
+    def _read_key(self) -> "RealQuestion":
+        self._set_key(self.answer, integer=False)
+        return self
+
+    def allowed_error(self, key: Fraction | float) -> Fraction:
+        """The largest |x - key| that passes, for one key element."""
+        key = Fraction(key)
+        if self.tol_kind == "abs":
+            return Fraction(repr(self.tol))
+        if self.tol_kind == "rel":
+            return Fraction(repr(self.tol)) * abs(key)
+        if key == 0:
+            return Fraction(0)
+        return Fraction(1, 2) * Fraction(10) ** (_decimal_exponent(abs(key)) - self.sigfigs + 1)
+
+    def describe_tolerance(self) -> str:
+        if self.tol_kind == "abs":
+            return f"within ±{self.tol:g} of the answer"
+        if self.tol_kind == "rel":
+            return f"within {self.tol * 100:g}% of the answer"
+        return f"equal to the answer to {self.sigfigs} significant figures"
+
+
+def _decimal_exponent(x: Fraction) -> int:
+    """floor(log10(x)) for x > 0, exactly."""
+    e = math.floor(math.log10(x))
+    while Fraction(10) ** e > x:
+        e -= 1
+    while Fraction(10) ** (e + 1) <= x:
+        e += 1
+    return e
+
+
+class InfQuestion(_QuestionBase):
+    """An answer that is infinite (e.g. exp(15) in float16)."""
+
+    kind: Literal["inf"] = "inf"
+    answer: Literal["inf", "+inf", "-inf"] = "inf"
+
+
+class ChoiceQuestion(_QuestionBase):
+    """Multiple choice: `options` maps letters to texts; `answer` is the right letter."""
+
+    kind: Literal["choice"] = "choice"
+    options: dict[str, str]
+    answer: str
+
+    @model_validator(mode="after")
+    def _letters(self) -> "ChoiceQuestion":
+        letters = list(self.options)
+        if len(letters) < 2 or any(not re.fullmatch("[A-Z]", x) for x in letters):
+            raise ValueError(f"{self.id}: options need two or more single capital letters A-Z")
+        if self.answer not in self.options:
+            raise ValueError(f"{self.id}: the answer {self.answer!r} is not one of {letters}")
+        return self
+
+
+Question = Annotated[
+    Union[IntegerQuestion, RealQuestion, InfQuestion, ChoiceQuestion], Field(discriminator="kind")
+]
+_QUESTION = TypeAdapter(Question)
+
+
+def question_from_dict(data: Mapping[str, object]) -> IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion:
+    """Build a question from exercise data (e.g. one `[[questions]]` table of a key file).
+
+    Raises pydantic.ValidationError when the data is not a valid question.
+    """
+    return _QUESTION.validate_python(data)
+
+
+# -- grading -----------------------------------------------------------------------------------
+
+class AnswerResult(BaseModel):
+    """The verdict on one answer. `message` teaches and never reveals the key.
+
+    form_error: the answer could not be compared with the key at all (missing, unreadable,
+    wrong type, or wrong shape), as opposed to a readable answer with wrong values.
+    wrong_elements: 0-based positions of the elements that are off, for list answers.
+    code: a stable id of the verdict, for translations and statistics.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    question_id: str
+    passed: bool
+    message: str
+    form_error: bool = False
+    code: str
+    wrong_elements: tuple[tuple[int, ...], ...] = ()
+
+
+def check_answers(questions: Iterable[IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion],
+                  answers: Mapping[str, object]) -> list[AnswerResult]:
+    """Grade a learner's `[answers]` table, one result per question, in question order.
+
+    Keys in `answers` that are not question ids are ignored.
+    """
+    return [check_answer(q, answers.get(q.id)) for q in questions]
+
+
+def check_answer(question: IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion,
+                 raw: object) -> AnswerResult:
+    """Grade one learner value against one question. Never raises on learner input."""
+    try:
+        match question:
+            case ChoiceQuestion():
+                return _check_choice(question, raw)
+            case InfQuestion():
+                return _check_inf(question, raw)
+            case IntegerQuestion() | RealQuestion():
+                return _check_numbers(question, raw)
+        raise TypeError(f"not a question: {type(question).__name__}")
+    except Exception:  # a bug here must not crash a grading run: fail the answer, visibly
+        return AnswerResult(question_id=question.id, passed=False, form_error=True,
+                            code="internal-error",
+                            message="This answer could not be checked because of a grader error; "
+                                    "please tell the course staff.")
+
+
+def _result(question, passed: bool, code: str, message: str, *, form_error: bool = False,
+            wrong: tuple[tuple[int, ...], ...] = (), hint: bool = False) -> AnswerResult:
+    if hint and question.hint:
+        message = f"{message} {question.hint}"
+    return AnswerResult(question_id=question.id, passed=passed, code=code, message=message,
+                        form_error=form_error, wrong_elements=wrong)
+
+
+def _form_error(question, error: ParseError) -> AnswerResult:
+    return _result(question, False, error.code, error.message, form_error=True)
+
+
+def _check_choice(question: ChoiceQuestion, raw: object) -> AnswerResult:
+    letters = list(question.options)
+    letter = parse_choice(raw, letters)
+    if isinstance(letter, ParseError):
+        if isinstance(raw, (str, int, float)) and not isinstance(raw, bool):
+            said = unicodedata.normalize("NFKC", str(raw)).strip().casefold()
+            if any(said == text.strip().casefold() for text in question.options.values()):
+                return _result(question, False, "not-a-letter", form_error=True, message=(
+                    f"Answer with the option's letter ({_or_list(letters)}), not its text."))
+        return _form_error(question, letter)
+    if letter == question.answer:
+        return _result(question, True, "correct", "Correct.")
+    return _result(question, False, "wrong", f"{letter} is not the right choice.", hint=True)
+
+
+def _check_inf(question: InfQuestion, raw: object) -> AnswerResult:
+    got = parse_answer(raw)
+    if isinstance(got, ParseError):
+        return _form_error(question, got)
+    if isinstance(got, NumberArray):
+        return _result(question, False, "wrong-shape", form_error=True,
+                       message=f"Expected a single value, got {_describe_shape(got.shape)}.")
+    negative = question.answer == "-inf"
+    if got.is_finite:
+        return _result(question, False, "finite", hint=True, message=(
+            f"{_shown(got)} is a finite number. Compare the true result with the largest finite "
+            "value the dtype can hold: what does a floating-point result become when it goes "
+            "past that value (overflow)?"))
+    if (got.value < 0) != negative:
+        return _result(question, False, "wrong-sign", f"{_shown(got)} has the wrong sign.", hint=True)
+    return _result(question, True, "correct", "Correct.")
+
+
+def _shown(number: Number) -> str:
+    """The learner's text, plus how it was read when that is not obvious from the text."""
+    text = _show(number.text)
+    if _PLAIN.fullmatch(number.text) or number.notation == "infinity":
+        return text
+    return f"{text} (read as {_format_value(number.value)})"
+
+
+def _format_value(value: Fraction | float) -> str:
+    if isinstance(value, Fraction):
+        if value.denominator == 1 and abs(value) < 10**30:
+            return str(value.numerator)
+        return f"{float(value):.10g}"
+    return repr(value)  # every digit of an inexact value, so 64.00000000000001 shows as such
+
+
+Verdict = Literal["ok", "not-finite", "not-whole", "not-exact", "wrong", "out-of-tolerance"]
+
+
+def _verdict(question: IntegerQuestion | RealQuestion, key: Number, got: Number) -> Verdict:
+    """Compare one element of the learner's answer with one element of the key."""
+    if not got.is_finite:
+        return "not-finite"
+    if isinstance(question, IntegerQuestion):
+        if got.is_integer and got.value == key.value:
+            return "ok"
+        if got.is_integer and _looks_rounded(got):
+            return "not-exact"
+        return "wrong" if got.is_integer else "not-whole"
+    error = abs(got.value - key.value)
+    if isinstance(error, float):  # inexact somewhere: compare as floats, one rounding each side
+        return "ok" if error <= float(question.allowed_error(key.value)) else "out-of-tolerance"
+    return "ok" if error <= question.allowed_error(key.value) else "out-of-tolerance"
+
+
+def _looks_rounded(number: Number) -> bool:
+    """4.19e6, 4190000.0 (a TOML float that was 4.19e6), exp(ln(64)): not written exactly."""
+    if number.notation == "scientific" or not number.is_exact:
+        return True
+    return number.notation == "decimal" and abs(number.value) >= 1000 and number.value % 1000 == 0
+
+
+_SCALAR_TEXT: dict[str, str] = {
+    "not-finite": "{shown} is not finite: this answer is a finite number.",
+    "not-whole": "{shown} is not a whole number: this answer is an exact integer.",
+    "not-exact": ("{shown} is not exact: this answer is an exact integer; write all its digits "
+                  "(e.g. 1,234,567 rather than 1.23e6)."),
+    "wrong": "{shown} is not correct.",
+    "out-of-tolerance": "{shown} is not {tolerance}.",
+}
+_ELEMENT_NOTE: dict[str, str] = {
+    "not-finite": "{where} ({shown}) is not finite.",
+    "not-whole": "{where} ({shown}) is not a whole number: every element is an exact integer.",
+    "not-exact": "{where} ({shown}) is not exact: write all its digits.",
+}
+
+
+def _describe_shape(shape: tuple[int, ...]) -> str:
+    if not shape:
+        return "a single number"
+    if len(shape) == 1:
+        return f"a list of {shape[0]} value{'s' if shape[0] != 1 else ''}"
+    if len(shape) == 2:
+        return f"a {shape[0]}×{shape[1]} matrix"
+    return "an array of shape " + "×".join(map(str, shape))
+
+
+def _check_numbers(question: IntegerQuestion | RealQuestion, raw: object) -> AnswerResult:
+    got = parse_answer(raw)
+    if isinstance(got, ParseError):
+        return _form_error(question, got)
+    key = question.key
+    if got.shape != key.shape:
+        message = f"Expected {_describe_shape(key.shape)}, got {_describe_shape(got.shape)}."
+        if len(key.shape) >= 2 and math.prod(key.shape) == math.prod(got.shape):
+            message += " Write a matrix as a list of rows, e.g. [[a, b], [c, d]]."
+        return _result(question, False, "wrong-shape", message, form_error=True)
+    if isinstance(got, Number):
+        verdict = _verdict(question, key, got)
+        if verdict == "ok":
+            return _result(question, True, "correct", "Correct.")
+        tolerance = question.describe_tolerance() if isinstance(question, RealQuestion) else ""
+        return _result(question, False, verdict, hint=True,
+                       message=_SCALAR_TEXT[verdict].format(shown=_shown(got), tolerance=tolerance))
+    return _check_elements(question, key, got)
+
+
+def _check_elements(question: IntegerQuestion | RealQuestion, key: NumberArray,
+                    got: NumberArray) -> AnswerResult:
+    shape = key.shape
+    positions = [_unravel(i, shape) for i in range(len(key.values))]
+    verdicts = [_verdict(question, k, g) for k, g in zip(key.values, got.values)]
+    wrong = [i for i, v in enumerate(verdicts) if v != "ok"]
+    if not wrong:
+        return _result(question, True, "correct", "Correct.")
+
+    verb = "is" if len(wrong) == 1 else "are"
+    if isinstance(question, RealQuestion):
+        criterion = question.describe_tolerance()
+    else:
+        criterion = "correct (each element is an exact integer)"
+    parts = [f"{_capital(_positions(positions, wrong, shape))} {verb} not {criterion}."]
+
+    noted: set[str] = set()
+    for i in wrong:
+        if verdicts[i] in _ELEMENT_NOTE and verdicts[i] not in noted:
+            noted.add(verdicts[i])
+            where_i = _where(positions[i], len(shape))
+            parts.append(_ELEMENT_NOTE[verdicts[i]].format(
+                where=_capital(where_i), shown=_show(got.values[i].text)))
+    parts.extend(_order_notes(question, key, got, wrong, positions))
+    return _result(question, False, "wrong-elements", " ".join(parts), hint=True,
+                   wrong=tuple(positions[i] for i in wrong))
+
+
+def _order_notes(question, key: NumberArray, got: NumberArray, wrong: list[int],
+                 positions: list[tuple[int, ...]]) -> list[str]:
+    """Point out swapped pairs and a transposed matrix: right values in the wrong places."""
+    def ok(i: int, j: int) -> bool:  # learner's element i against key element j
+        return _verdict(question, key.values[j], got.values[i]) == "ok"
+
+    shape = key.shape
+    if len(shape) == 2 and shape[0] == shape[1]:
+        n = shape[0]
+        if all(ok(r * n + c, c * n + r) for r in range(n) for c in range(n)):
+            return ["The matrix looks transposed: write it as a list of rows."]
+    notes = []
+    for a, i in enumerate(wrong):
+        for j in wrong[a + 1:]:
+            if ok(i, j) and ok(j, i):
+                pair = _positions(positions, [i, j], shape, total=False)
+                notes.append(f"{_capital(pair)} look swapped: check the order.")
+    return notes[:3]
+
+
+def _positions(positions: list[tuple[int, ...]], chosen: list[int], shape: tuple[int, ...],
+               total: bool = True) -> str:
+    """'elements 1 and 2 of 4', 'row 2, column 1 of the 2×2 matrix' (at most six named)."""
+    if len(shape) == 1:
+        numbers = [str(positions[i][0] + 1) for i in chosen]
+        named = _or_list(numbers[:6] + ([f"{len(numbers) - 6} more"] if len(numbers) > 6 else []),
+                         "and")
+        text = f"element{'s' if len(chosen) > 1 else ''} {named}"
+        return f"{text} of {shape[0]}" if total else text
+    labels = [_where(positions[i], len(shape)) for i in chosen][:6]
+    if len(chosen) > 6:
+        labels.append(f"{len(chosen) - 6} more")
+    named = " and ".join(labels) if len(labels) <= 2 else "; ".join(labels[:-1]) + "; and " + labels[-1]
+    if not total:
+        return named
+    whole = "the " + _describe_shape(shape)[2:] if len(shape) == 2 else _describe_shape(shape)
+    return f"{named} of {whole}"
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _unravel(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    position = []
+    for size in reversed(shape):
+        index, rest = divmod(index, size)
+        position.append(rest)
+    return tuple(reversed(position))
