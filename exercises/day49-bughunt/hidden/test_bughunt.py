@@ -5,6 +5,7 @@ import math
 import torch
 
 import reference_model as ref
+from grader.answers import RealQuestion, check_answer
 from grader.fingerprints import causal_attention, estimate_scale, identify_attention, layer_norm
 from grader.testkit import (ProbeResult, check, expect_shape, fail, judge_training, markov_corpus,
                             tolerance)
@@ -205,9 +206,8 @@ def test_diagnosis_symptoms(submission):
 
 @check(points=1, rule="quiz", day=49, title="the first loss after the fix")
 def test_diagnosis_first_loss(submission):
-    from grader.answers import Question, check_answer
     raw = diagnosis(submission).get("symptoms", {}).get("first_loss")
-    result = check_answer(Question(id="first_loss", kind="real", answer=math.log(V), tol=5e-3), raw)
+    result = check_answer(RealQuestion(id="first_loss", answer=math.log(V), tol=5e-3), raw)
     if not result.passed:
         fail(f"symptoms.first_loss: {result.message} Hint: with small random weights every one of "
              "the V = 100 tokens is about equally likely.")
