@@ -98,3 +98,32 @@ def estimate_scale(actual: torch.Tensor, q, k, v) -> float | None:
 
 def layer_norm(x, weight, bias, eps=1e-5):
     return F.layer_norm(x.double(), (x.size(-1),), weight.double(), bias.double(), eps)
+
+
+SCALE_MUTANTS = {"1/d_model": "scale-by-d-model", "1 (no scaling)": "no-scale",
+                 "1/sqrt(d_model)": "scale-by-sqrt-d-model"}
+
+
+def name_scale(scale: float, d_k: int, d_model: int, rel: float = 0.02) -> str | None:
+    """The candidate a measured scale is (within `rel`), e.g. "1/d_model"; None if none is."""
+    for name, value in scale_candidates(d_k, d_model).items():
+        if abs(scale - value) <= rel * value:
+            return name
+    return None
+
+
+def describe_scale(scale: float, d_k: int, d_model: int) -> tuple[str, str | None]:
+    """A learner-facing sentence about a measured attention scale, and the mutant it names."""
+    name = name_scale(scale, d_k, d_model)
+    shown = f"1/{1 / scale:.3g}" if scale < 1 else f"{scale:.3g}"
+    named = f" = {name}" if name and not name.startswith("1 (") else (" (no scaling at all)" if name else "")
+    text = (f"your scores are scaled by {shown}{named}; expected 1/sqrt(d_k) = 1/{math.sqrt(d_k):.3g} "
+            f"(d_k = {d_k}, d_model = {d_model}). Scores divided by too much make attention too flat; "
+            "not divided, they saturate the softmax.")
+    return text, SCALE_MUTANTS.get(name or "")
+
+
+def guarded_causal_attention(q, k, v, scale: float, mask: str) -> torch.Tensor:
+    """Like causal_attention, but fully blocked rows give 0 instead of NaN (a stable softmax)."""
+    out = causal_attention(q, k, v, scale, mask)
+    return torch.nan_to_num(out, nan=0.0)

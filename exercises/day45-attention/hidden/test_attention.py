@@ -4,7 +4,8 @@ import math
 import torch
 
 import reference_model as ref
-from grader.testkit import LearnerError, check, expect_close, expect_raises, expect_shape, fail
+from grader.fingerprints import describe_scale, estimate_scale, guarded_causal_attention
+from grader.testkit import LearnerError, check, expect_close, expect_raises, expect_shape, fail, is_close
 
 SHAPES = [  # (batch dims, T_q, T_k, d_k)
     ((2, 3), 5, 5, 4),
@@ -68,8 +69,22 @@ def test_softmax_all_minus_inf(submission):
 
 # -- scaled_dot_product_attention (days 43-45) ---------------------------------------------------
 
+def diagnose_scale(submission):
+    """Estimate the learner's scale from a two-key probe: 4 heads of d_k = 8, so d_model = 32."""
+    q, k, v = qkv((2, 4), 2, 2, 8, seed=77)
+    out = submission.attention.scaled_dot_product_attention(q, k, v)
+    scale = estimate_scale(out, q, k, v)
+    if scale is None or abs(scale * math.sqrt(8) - 1) < 0.02:
+        return                                  # the scale is right: the bug is elsewhere
+    message, mutant = describe_scale(scale, d_k=8, d_model=32)
+    fail(message, symptoms=["value-mismatch"], scale=scale,
+         diagnosis=[{"rule": "attention-scaling", "day": 43, "mutant": mutant,
+                     "message": message.split(". ")[0]}])
+
+
 @check(points=3, rule="attention-scaling", day=43, title="attention matches softmax(QK^T/sqrt(d_k))V")
 def test_attention_matches_reference(submission):
+    diagnose_scale(submission)
     for seed, (batch, T_q, T_k, d_k) in enumerate(SHAPES):
         q, k, v = qkv(batch, T_q, T_k, d_k, seed=10 * seed)
         expect_close(submission.attention.scaled_dot_product_attention(q, k, v),
@@ -79,8 +94,32 @@ def test_attention_matches_reference(submission):
                      hint="scores = q @ k^T / sqrt(d_k), softmax over the keys (last dim), then @ v.")
 
 
+def diagnose_causal_mask(submission):
+    """Name a known mask bug: the diagonal blocked too (row 0 sees nothing), or no mask at all."""
+    q, k, v = qkv((2, 2), 5, 5, 4, seed=88)
+    out = expect_shape(submission.attention.scaled_dot_product_attention(q, k, v, causal=True),
+                       q.shape, "causal attention")
+    scale, tol = 1 / math.sqrt(4), 1e-4
+    row0 = out[..., 0, :]
+    if torch.isnan(row0).any() or is_close(out, guarded_causal_attention(q, k, v, scale, "diagonal=0"), tol):
+        nan = " That is NaN on the first forward pass with a plain softmax." if not torch.isnan(row0).any() else ""
+        fail(f"{'NaN on the first forward pass at query row 0' if torch.isnan(row0).any() else 'query row 0 attends to nothing'}: "
+             "torch.triu(..., diagonal=0) blocks each token's own position too, so row 0 has every key "
+             f"blocked.{nan} Block only keys j > i: diagonal=1.",
+             symptoms=["nan-forward"] if torch.isnan(row0).any() else ["value-mismatch"], row=0,
+             diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "mask-diagonal-0",
+                         "message": "triu(diagonal=0): query row 0 has every key blocked (NaN on the first forward pass)"}])
+    if is_close(out, ref.scaled_dot_product_attention(q.double(), k.double(), v.double()), tol):
+        fail("with causal=True your attention still lets each token see the tokens after it: the "
+             "future leaks into the past. Block key j > i with torch.triu(..., diagonal=1).",
+             symptoms=["future-leak"],
+             diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
+                         "message": "causal=True has no effect: future tokens leak"}])
+
+
 @check(points=3, rule="causal-mask", day=44, title="causal attention matches the reference")
 def test_causal_attention_matches_reference(submission):
+    diagnose_causal_mask(submission)
     for seed, (batch, T, _, d_k) in enumerate(SHAPES[:3]):
         q, k, v = qkv(batch, T, T, d_k, seed=100 + seed)
         expect_close(submission.attention.scaled_dot_product_attention(q, k, v, causal=True),

@@ -1,0 +1,180 @@
+"""Mutants are submissions whose verdict we know (DESIGN.md, principle 3).
+
+A mutant is one injected bug, written as find/replace edits against exercise solutions: the
+line a learner would have written. `verify` grades every solution, every correct alternative and
+every mutant through the same path as a learner submission.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import tomllib
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from exercises import EXERCISES_DIR
+from grader.models import Grade, Rule
+from mutants import ALTERNATIVES_DIR, MUTANTS_DIR
+
+
+class Edit(BaseModel):
+    exercise: str
+    file: str
+    find: str
+    replace: str
+
+
+class Mutant(BaseModel):
+    id: str
+    rule: Rule
+    day: int
+    description: str
+    symptoms: list[str] = []          # each must appear in the grade
+    named: bool = False               # the grade's diagnosis must name this mutant
+    edit: list[Edit]
+
+    @property
+    def exercises(self) -> list[str]:
+        return sorted({e.exercise for e in self.edit})
+
+
+class MutantError(ValueError):
+    pass
+
+
+def load_mutants() -> list[Mutant]:
+    found = []
+    for path in sorted(MUTANTS_DIR.glob("*.toml")):
+        with open(path, "rb") as f:
+            mutant = Mutant.model_validate(tomllib.load(f))
+        if mutant.id != path.stem:
+            raise MutantError(f"{path.name}: id {mutant.id!r} differs from the file name")
+        found.append(mutant)
+    return found
+
+
+def apply_mutant(mutant: Mutant, exercise: str, target: Path) -> Path:
+    """Copy the exercise's solution into `target` and inject the bug there."""
+    shutil.copytree(EXERCISES_DIR / exercise / "solution", target)
+    for edit in (e for e in mutant.edit if e.exercise == exercise):
+        path = target / edit.file
+        text = path.read_text()
+        if text.count(edit.find) != 1:
+            raise MutantError(f"mutant {mutant.id}: {edit.file} of {exercise} contains "
+                              f"{text.count(edit.find)} copies of the text to replace; expected 1")
+        path.write_text(text.replace(edit.find, edit.replace))
+    return target
+
+
+def alternatives() -> list[tuple[str, str, Path]]:
+    """(exercise, name, folder) of every alternative correct submission."""
+    return [(d.parent.name, d.name, d) for d in sorted(ALTERNATIVES_DIR.glob("*/*")) if d.is_dir()]
+
+
+# -- verification -----------------------------------------------------------------------------
+
+class Case(BaseModel):
+    kind: str                  # "solution", "alternative", "mutant", "starter"
+    name: str
+    exercise: str
+    expected_rules: list[str] = []
+    symptoms: list[str] = []
+    named: list[str] = []
+
+
+class Verdict(BaseModel):
+    case: Case
+    grade: Grade
+    ok: bool
+    why: str = ""
+
+
+def cases(exercise: str | None = None) -> list[Case]:
+    out: list[Case] = []
+    for ex_dir in sorted(EXERCISES_DIR.glob("*/exercise.toml")):
+        ex = ex_dir.parent.name
+        if (ex_dir.parent / "hidden").is_dir() and exercise in (None, ex):
+            out.append(Case(kind="solution", name="solution", exercise=ex))
+    out += [Case(kind="alternative", name=name, exercise=ex) for ex, name, _ in alternatives()
+            if exercise in (None, ex)]
+    for m in load_mutants():
+        for ex in m.exercises:
+            if exercise in (None, ex):
+                out.append(Case(kind="mutant", name=m.id, exercise=ex, expected_rules=[m.rule],
+                                symptoms=m.symptoms, named=[m.id] if m.named else []))
+    if exercise in (None, "day49-bughunt"):
+        # the bug-hunt starter is a mutant with four bugs: each must be caught and named
+        out.append(Case(kind="starter", name="starter", exercise="day49-bughunt",
+                        expected_rules=["attention-scaling", "causal-mask", "pre-ln-residual", "target-shift"],
+                        symptoms=["nan-forward"],
+                        named=["scale-by-d-model", "mask-diagonal-0", "post-ln", "unshifted-targets"]))
+    return out
+
+
+def judge(case: Case, grade: Grade) -> Verdict:
+    internal = [c.id for c in grade.checks if c.message.startswith("internal grader error")]
+    if internal:
+        return Verdict(case=case, grade=grade, ok=False, why=f"internal grader error in {internal}")
+    if case.kind in ("solution", "alternative"):
+        failing = [c.id for c in grade.checks if not c.passed]
+        ok = grade.passed and grade.score == grade.max_score
+        why = "" if ok else f"correct code lost points: {failing or grade.error}"
+        return Verdict(case=case, grade=grade, ok=ok, why=why)
+    failed_rules = {c.rule for c in grade.checks if not c.passed}
+    problems = [f"no failing check of rule {r}" for r in case.expected_rules if r not in failed_rules]
+    problems += [f"symptom {s} not reported" for s in case.symptoms if s not in grade.symptoms]
+    named = {d.mutant for d in grade.diagnosis}
+    problems += [f"diagnosis does not name {n}" for n in case.named if n not in named]
+    if grade.passed:
+        problems.insert(0, "the mutant passed")
+    return Verdict(case=case, grade=grade, ok=not problems, why="; ".join(problems))
+
+
+def grade_case(case: Case) -> Verdict:
+    from grader.grading import grade
+    with tempfile.TemporaryDirectory(prefix="grader-mutant-") as tmp:
+        if case.kind == "solution":
+            path = EXERCISES_DIR / case.exercise / "solution"
+        elif case.kind == "starter":
+            path = EXERCISES_DIR / case.exercise / "starter"
+        elif case.kind == "alternative":
+            path = ALTERNATIVES_DIR / case.exercise / case.name
+        else:
+            mutant = next(m for m in load_mutants() if m.id == case.name)
+            path = apply_mutant(mutant, case.exercise, Path(tmp) / "submission")
+        return judge(case, grade(case.exercise, path))
+
+
+def verify(selected: list[Case], workers: int = 2, progress=None) -> list[Verdict]:
+    """Grade every case, `workers` at a time in fresh processes (pytest is not thread-safe)."""
+    verdicts = []
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        for verdict in pool.map(grade_case, selected):
+            verdicts.append(verdict)
+            if progress:
+                progress(verdict)
+    return verdicts
+
+
+def kill_matrix(verdicts: list[Verdict]) -> str:
+    """Per exercise: one row per mutant, one column per check; x where the check failed."""
+    lines = []
+    for exercise in sorted({v.case.exercise for v in verdicts}):
+        rows = [v for v in verdicts if v.case.exercise == exercise and v.case.kind in ("mutant", "starter")]
+        if not rows:
+            continue
+        check_ids = [c.id for c in rows[0].grade.checks] or ["(none)"]
+        lines.append(f"\n{exercise}: columns are checks")
+        for i, cid in enumerate(check_ids):
+            lines.append(f"  c{i:<2} {cid}")
+        width = max(len(v.case.name) for v in rows)
+        lines.append(" " * (width + 2) + " ".join(f"c{i:<2}" for i in range(len(check_ids))))
+        for v in rows:
+            failed = {c.id for c in v.grade.checks if not c.passed}
+            cells = " ".join(f"{'x' if cid in failed else '.':3}" for cid in check_ids)
+            err = f"  error: {v.grade.error.kind}" if v.grade.error else ""
+            lines.append(f"{v.case.name:{width}}  {cells}{err}")
+    return "\n".join(lines)
