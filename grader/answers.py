@@ -18,7 +18,8 @@ What a learner may write (SPEC "Quiz exercises"), as a TOML value or inside a TO
   expression (there `,` separates function arguments; write `4194304` or `4_194_304`).
 - Any Unicode compatibility form, normalised with NFKC first: full-width digits and commas
   (`"４，１９４，３０４"`), no-break and thin spaces, full-width letters. Also `−` (minus sign)
-  is `-`, `×` is `*`, `÷` is `/`, `π` is `pi`, and superscript digits are powers (`"10³"`).
+  and `–` are `-`, `×` is `*`, `÷` is `/`, `π` is `pi`, superscript digits are powers
+  (`"10³"`), and zero-width characters are dropped.
   Other number-like symbols (`½`, `①`) are refused rather than guessed at.
 - Infinity: `inf`, `+inf`, `-inf`, `Infinity`, `∞`, `+∞`, `-∞` (any case). `nan` is refused.
 - A simple expression, evaluated by walking Python's `ast`, never `eval`: numbers, `+ - * /`,
@@ -31,7 +32,8 @@ What a learner may write (SPEC "Quiz exercises"), as a TOML value or inside a TO
   `"768/12"` is exactly 64 and `"sqrt(4096)"` is exactly 64.
 - A list as a TOML array, nested for a matrix (a list of rows). Each element may be any of the
   forms above. A string holding a bracketed list, `"[[1, 0], [0.0558, 0.9442]]"`, is also
-  accepted; inside it commas separate elements and each element is an expression.
+  accepted; inside it commas separate elements and each element is an expression (so
+  `"[4,194,304]"` is a list of three numbers).
 
 Limits (against CPU and memory bombs): 200 characters a string (before and after NFKC), 10,000
 elements and 4 dimensions a list, decimal exponents within +-400, magnitudes up to the largest
@@ -46,7 +48,8 @@ Grading rules:
   `sigfigs = n`, within half a unit of the key's n-th significant figure. Bounds are inclusive
   and computed exactly when both values are exact (a TOML float is read as its shortest repr).
 - inf: `inf` and its spellings above; a finite number gets teaching text about overflow.
-- choice: one letter, either case, surrounding spaces ignored.
+- choice: one letter, either case (full-width too), surrounding spaces ignored; anything else,
+  `"(B)"` and `"B."` included, is a form error that lists the valid letters.
 - Lists compare element by element; feedback names the element (row and column in a matrix)
   and the shape, never the key's values.
 """
@@ -334,13 +337,13 @@ def _binary(op: ast.operator, left: Fraction | float, right: Fraction | float) -
 def _evaluate(node: ast.AST, source: str) -> Fraction | float:
     """Walk an expression tree, allowing only arithmetic, pi, e and a few functions."""
     match node:
-        case ast.Constant(value=bool() | str() | bytes() | complex() | None):
-            raise _Refused("unsafe-expression", f"{_show(ast.get_source_segment(source, node) or '')!r} "
-                                                f"is not a number: {_ALLOWED_HELP}")
-        case ast.Constant(value=int() as value):
+        case ast.Constant(value=int() as value) if not isinstance(value, bool):
             return _checked(Fraction(value))
         case ast.Constant(value=float()):
             return _exact_decimal(ast.get_source_segment(source, node) or "nan")
+        case ast.Constant():  # True, strings, bytes, complex numbers, None, ...
+            raise _Refused("unsafe-expression", f"{_show(ast.get_source_segment(source, node) or '')!r} "
+                                                f"is not a number: {_ALLOWED_HELP}")
         case ast.UnaryOp(op=ast.USub(), operand=operand):
             return -_evaluate(operand, source)
         case ast.UnaryOp(op=ast.UAdd(), operand=operand):
@@ -399,7 +402,7 @@ def _number_from_node(node: ast.expr, source: str) -> Number:
 
 # -- reading an answer -------------------------------------------------------------------------
 
-def _read_text(raw: str) -> Number | list | tuple[list, str]:
+def _read_text(raw: str) -> Number | tuple[list, str]:
     """A string: one number, or (for "[...]") a nested list of ast nodes plus the source."""
     if len(raw) > MAX_CHARS:
         raise _Refused("too-long", f"the answer is {len(raw)} characters long; the limit is {MAX_CHARS}")

@@ -42,7 +42,8 @@ def list_exercises():
 @main.command()
 @click.argument("exercise")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-def starter(exercise, directory: Path):
+@click.option("--student", help="Learner id: quizzes get this learner's variant.")
+def starter(exercise, directory: Path, student):
     """Write EXERCISE's starter files into DIRECTORY."""
     ex = get_exercise(exercise)
     src = exercise_dir(ex.id) / "starter"
@@ -51,7 +52,13 @@ def starter(exercise, directory: Path):
         target = directory / name
         if target.exists():
             usage_error(f"DIRECTORY: {target} already exists; not overwriting it")
-        shutil.copyfile(src / name, target)
+    for name in ex.files:
+        target = directory / name
+        if ex.kind == "quiz":
+            from grader.quiz import starter_text
+            target.write_text(starter_text(ex, student), encoding="utf-8")
+        else:
+            shutil.copyfile(src / name, target)
         click.echo(f"wrote {target}")
 
 
@@ -64,6 +71,8 @@ def starter(exercise, directory: Path):
 @click.option("--student", help="Learner id (recorded in the grade).")
 def grade(exercise, path: Path, fmt, out, lang, student):
     """Grade the submission at PATH (a folder of learner files, or one file) for EXERCISE."""
+    from grader.jail.launcher import prestart
+    prestart()          # the jail's zygote imports torch on one core while we do on the other
     from grader.grading import grade as grade_submission
     from reports import render
     ex = get_exercise(exercise)
@@ -114,3 +123,18 @@ def mutants_verify(exercise, workers):
     click.echo(f"\n{len(verdicts)} cases, {n_mutants} mutants: "
                f"{'all as expected' if not bad else f'{len(bad)} NOT as expected'}")
     sys.exit(EXIT_FAIL if bad else EXIT_PASS)
+
+
+@main.command()
+@click.option("--quick", is_flag=True, help="Only the checks `grader grade` runs before grading.")
+def doctor(quick):
+    """Run canary attacks in the jail; exit 1, refusing, if any of them succeeds."""
+    from grader.doctor import run
+    from grader.jail.launcher import ZygoteError
+    try:
+        report = run(quick=quick)
+    except ZygoteError as exc:
+        click.echo(f"error: no jail could be started: {exc}", err=True)
+        sys.exit(EXIT_FAIL)
+    click.echo(report.render(), nl=False)
+    sys.exit(EXIT_PASS if report.ok else EXIT_FAIL)

@@ -11,8 +11,10 @@ from pathlib import Path
 
 from grader import __version__
 from grader.exercises import exercise_dir, load_exercise
+from grader.doctor import ensure_sound as ensure_jail_sound
 from grader.jail.client import JailError
 from grader.jail.client import Limits as JailLimits
+from grader.quiz import grade_answers
 from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError
 from grader.runner import run_hidden_tests
 from grader.session import SubmissionSession
@@ -28,7 +30,11 @@ def grade(exercise: Exercise | str, path: Path, *, student: str | None = None) -
     except InvalidSubmission as exc:
         result = failed_grade(exercise, "invalid-submission", str(exc))
     else:
-        result = grade_code(exercise, submitted)
+        if exercise.kind == "quiz":
+            result = grade_quiz(exercise, submitted, student)
+        else:
+            ensure_jail_sound()      # cached canary check: refuses (UsageError) if the jail leaks
+            result = grade_code(exercise, submitted)
     return result.model_copy(update={"duration_s": round(time.monotonic() - started, 3),
                                      "student": student, "grader_version": __version__})
 
@@ -48,10 +54,17 @@ def assemble(exercise: Exercise, checks: list[CheckResult], diagnosis: list[Diag
                  diagnosis=diagnosis, error=error, isolation=isolation, output=output)
 
 
+def grade_quiz(exercise: Exercise, submitted: SubmittedFiles, student: str | None) -> Grade:
+    checks, warnings = grade_answers(exercise, submitted.toml[exercise.files[0]], student)
+    return assemble(exercise, checks, [], None, isolation="none (answers are data)").model_copy(
+        update={"warnings": warnings})
+
+
 def jail_limits(exercise: Exercise) -> JailLimits:
     lim = exercise.limits
     return JailLimits(wall_seconds=lim.wall_seconds, call_seconds=lim.call_seconds,
-                      memory_mb=lim.memory_mb, max_output_bytes=lim.output_bytes)
+                      memory_mb=lim.memory_mb, max_output_bytes=lim.output_bytes,
+                      processes=lim.processes, file_size_mb=lim.file_size_mb)
 
 
 def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
@@ -65,9 +78,16 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
         try:
             problem = start(session, exercise)
             if problem is not None:
-                return failed_grade(exercise, *problem, isolation=session.isolation)
+                kind, message = problem
+                return assemble(exercise, [], [], GradeError(kind=kind, message=message),
+                                session.isolation, session.output())
             collected = run_hidden_tests(exercise_dir(exercise.id) / "hidden", session)
-            return assemble(exercise, collected.results, collected.diagnoses, None,
+            error = None
+            if session.budget_exhausted:     # the checks after that point could not run
+                error = GradeError(kind="timeout", message=(
+                    f"the submission used up its {session.limits.wall_seconds:g} s wall-clock "
+                    "budget; the checks it had not reached by then fail"))
+            return assemble(exercise, collected.results, collected.diagnoses, error,
                             session.isolation, session.output())
         finally:
             session.close()
@@ -80,8 +100,8 @@ def start(session: SubmissionSession, exercise: Exercise) -> tuple[str, str] | N
         for module, error in session.import_errors.items():
             if error is not None:
                 where = f" at {error['where']}" if error.get("where") else ""
-                return "crash", (f"importing {module}.py raised {error['type']}{where}: "
-                                 f"{error['message']}")
+                return ("memory" if error.get("memory") else "crash"), (
+                    f"importing {module}.py raised {error['type']}{where}: {error['message']}")
         for file, names in exercise.names.items():
             module = file.removesuffix(".py")
             missing = session.request("missing", module=module, names=names)

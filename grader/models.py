@@ -86,6 +86,7 @@ class Grade(BaseModel):
     diagnosis: list[Diagnosis] = []
     error: GradeError | None = None
     isolation: str = "process"
+    warnings: list[str] = []
     output: str = ""                # what the learner's code printed, capped
     duration_s: float = 0.0
     grader_version: str = ""

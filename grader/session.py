@@ -9,10 +9,13 @@ replaced by a fresh one for the next check; the handles of the dead one stop wor
 """
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 
-from grader.jail.client import Jail, JailError, JailTimeout, LearnerError, Limits
+from grader.jail import launcher
+from grader.jail.client import (Jail, JailCrash, JailError, JailTimeout, LearnerError, Limits,
+                                read_output, read_submission_files)
 from grader.jail.wire import Handle
 
 
@@ -38,7 +41,8 @@ class Remote:
 
 
 class SubmissionSession:
-    def __init__(self, root: Path, modules: list[str], limits: Limits, generation: int = 0):
+    def __init__(self, root: Path, modules: list[str], limits: Limits, generation: int = 0,
+                 zygote=None):
         self.root = Path(root)
         self.modules = list(modules)
         self.limits = limits
@@ -46,15 +50,22 @@ class SubmissionSession:
         self.jail: Jail | None = None
         self.generation = generation      # bumps when a dead jail is replaced
         self.import_errors: dict[str, dict | None] = {}
-        self.isolation = "process"
+        self.budget_exhausted = False
+        self.jails_started = 0
+        self._zygote = zygote
+        self._files = None
+        # one output file for every jail of this submission: what each printed is kept, capped
+        self._output = tempfile.TemporaryFile(prefix="grader-out-")
+        self.isolation = zygote.isolation if zygote is not None else "process"
 
-    # -- jail lifecycle ---------------------------------------------------------------------
+    # -- jail lifecycle ---------------------------------------------------------------------------------
     def budget_left(self) -> float:
         return self.limits.wall_seconds - (time.monotonic() - self.started)
 
     def _timeout(self) -> float:
         left = self.budget_left()
         if left <= 0:
+            self.budget_exhausted = True
             raise JailTimeout(f"the submission used up its {self.limits.wall_seconds:.0f} s")
         return min(left, self.limits.call_seconds)
 
@@ -63,10 +74,22 @@ class SubmissionSession:
             return self.jail
         if self.jail is not None:
             self.jail.close()
+            self.jail = None
             self.generation += 1
-        self.jail = Jail(self.root, self.limits)
-        self.isolation = self.jail.isolation
-        self.import_errors = self.jail.request("import", self._timeout(), modules=self.modules)
+        timeout = self._timeout()
+        zygote = self._zygote or launcher.default_zygote()
+        self.isolation = zygote.isolation
+        if self._files is None:
+            self._files = read_submission_files(self.root)
+        self.jail = Jail(self.root, self.limits, output=self._output, zygote=zygote, files=self._files)
+        self.jails_started += 1
+        self.import_errors = self.jail.request("import", timeout, modules=self.modules)
+        if self.generation > 0:
+            failed = {m: e for m, e in self.import_errors.items() if e is not None}
+            if failed:
+                module, error = next(iter(failed.items()))
+                raise JailCrash(f"importing {module}.py again in a fresh jail raised "
+                                f"{error.get('type')}: {error.get('message', '')[:500]}")
         return self.jail
 
     def request(self, op: str, **fields):
@@ -77,9 +100,13 @@ class SubmissionSession:
         if self.jail is not None:
             self.jail.close()
             self.jail = None
+        if not self._output.closed:
+            self._output.close()
 
     def output(self) -> str:
-        return self.jail.output() if self.jail is not None else ""
+        if self._output.closed:
+            return ""
+        return read_output(self._output, self.limits.max_output_bytes)
 
     # -- what hidden tests use ----------------------------------------------------------------
     def __getattr__(self, name: str) -> Remote:

@@ -46,5 +46,7 @@ def render_text(grade: Grade) -> str:
             lines.append(f"  - {d.rule} (day {d.day}){named}: {_clean(d.message)}")
     if grade.symptoms:
         lines.append(f"symptoms: {', '.join(grade.symptoms)}")
+    for warning in grade.warnings:
+        lines.append(f"warning: {_clean(warning)}")
     lines.append(f"isolation: {grade.isolation}")
     return "\n".join(lines)[:MAX_REPORT] + "\n"

@@ -1,32 +1,42 @@
-"""The trusted side of the jail: a worker process per submission, and proxies for its objects.
+"""The trusted side of a jail: one forked jail per submission, and the errors it can end with.
 
-Learner code runs only in the worker. The grader sends inputs and receives plain values and
-tensors rebuilt from raw bytes (wire.py); a learner object that cannot cross stays in the jail and
-is referred to by a handle.
+Learner code runs only in the jail. The grader sends inputs and receives plain values and tensors
+rebuilt from raw bytes (wire.py); a learner object that cannot cross stays in the jail and is
+referred to by a handle. Every wait on the jail has a deadline; a jail that misses it is killed
+with its whole PID namespace, and the reason it ended becomes an error the grade can report.
 """
 from __future__ import annotations
 
+import json
 import os
 import selectors
 import signal
-import subprocess
-import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader.jail import wire
+from grader.jail import launcher, wire
 
-WORKER = Path(__file__).with_name("worker.py")
+MAX_SUBMISSION_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class Limits:
     wall_seconds: float = 120.0        # the whole submission
     call_seconds: float = 60.0         # any single call
-    memory_mb: int = 4096
-    max_output_bytes: int = 1 << 20
+    memory_mb: int = 4096              # address space on top of what the warm runtime maps
+    max_output_bytes: int = 1 << 20    # printed output kept for the report
+    processes: int = 256               # processes and threads of the jail's own uid
+    file_size_mb: int = 64             # any file written, printed output included
+    open_files: int = 256
+    tmp_mb: int = 256                  # the jail's private /tmp
+    cpu_seconds: float | None = None   # default: wall_seconds
+
+    def for_jail(self) -> dict:
+        d = asdict(self)
+        d["cpu_seconds"] = self.cpu_seconds or self.wall_seconds
+        return d
 
 
 class JailError(Exception):
@@ -47,6 +57,11 @@ class JailCrash(JailError):
     kind, symptom = "crash", "exception"
 
 
+class JailSandbox(JailError):
+    """The submission did something the jail forbids (a denied system call), or no jail could be built."""
+    kind, symptom = "sandbox", "exception"
+
+
 class LearnerError(Exception):
     """The learner's code raised an exception; its type and message came back as data."""
 
@@ -55,100 +70,213 @@ class LearnerError(Exception):
         self.mro = [str(n) for n in info.get("mro", [])]
         self.learner_message = str(info.get("message", ""))
         self.where = info.get("where")
+        self.memory = bool(info.get("memory"))
         super().__init__(f"{self.type_name}: {self.learner_message}")
 
     def is_a(self, type_name: str) -> bool:
         return type_name in self.mro or self.type_name == type_name
 
 
-class Jail:
-    """One worker process holding one submission's modules."""
+SIGNAL_WORDS = {
+    signal.SIGSEGV: "a segmentation fault (SIGSEGV)", signal.SIGBUS: "a bus error (SIGBUS)",
+    signal.SIGABRT: "an abort (SIGABRT)", signal.SIGILL: "an illegal instruction (SIGILL)",
+    signal.SIGFPE: "an arithmetic fault (SIGFPE)",
+}
 
-    def __init__(self, root: Path, limits: Limits):
+
+def read_submission_files(root: Path) -> dict[str, bytes]:
+    files, total = {}, 0
+    for p in sorted(Path(root).iterdir()):
+        if p.is_file() and not p.is_symlink():
+            data = p.read_bytes()
+            total += len(data)
+            if total > MAX_SUBMISSION_BYTES:
+                raise JailSandbox("the submission's files are larger than the jail accepts")
+            files[p.name] = data
+    return files
+
+
+class Jail:
+    """One submission's jail: a process forked from the warm zygote, alone in its namespaces."""
+
+    def __init__(self, root: Path, limits: Limits, output=None, zygote=None, files=None):
         self.root = Path(root)
         self.limits = limits
-        self._scratch = tempfile.TemporaryDirectory(prefix="grader-out-")
-        self.output_path = Path(self._scratch.name) / "output.txt"
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-               "MKL_NUM_THREADS": "1", "HOME": str(self.root), "PYTHONHASHSEED": "0"}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-u", str(WORKER), str(self.root), str(self.output_path)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, cwd=str(self.root), start_new_session=True)
-        self.isolation = "process"
+        self.zygote = zygote or launcher.default_zygote()
+        self.isolation = self.zygote.isolation
+        self.ended: dict | None = None           # how the jail ended, once it has
+        self._own_output = output is None
+        self.output_file = output if output is not None else tempfile.TemporaryFile(prefix="grader-out-")
+        files = read_submission_files(self.root) if files is None else files
+        self.id, uid, gid = launcher.next_identity()
+        self.uid = uid
+        to_jail_r, self._to_jail = os.pipe()
+        self._from_jail, from_jail_w = os.pipe()
+        try:
+            self.pid = self.zygote.spawn(self.id, uid, gid, limits.for_jail(),
+                                         [to_jail_r, from_jail_w, self.output_file.fileno()])
+        except launcher.ZygoteError as exc:
+            for fd in (self._to_jail, self._from_jail):
+                os.close(fd)
+            self._to_jail = self._from_jail = -1
+            self.ended = {"error": str(exc)}
+            raise JailSandbox(f"no jail could be started: {exc}") from None
+        finally:
+            os.close(to_jail_r)
+            os.close(from_jail_w)
+        os.set_blocking(self._to_jail, False)
+        setup = {"files": {name: _bytes_tensor(data) for name, data in files.items()}}
+        timeout = min(limits.call_seconds, 30.0)
+        self._send(wire.encode(setup), timeout)
+        reply = self._receive(timeout)
+        if "error" in reply:
+            self.kill()
+            raise JailSandbox(f"the jail could not be set up: {reply['error'].get('message', '')}")
+        self.info = reply["ok"]
 
     @property
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.ended is None
 
+    # -- requests -------------------------------------------------------------------------------------
     def request(self, op: str, timeout: float, **fields):
-        frame = wire.encode({"op": op, **fields})
-        try:
-            self.proc.stdin.write(frame)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._death() from None
-        prefix = self._read(16, timeout)
-        header_len, blob_len = wire.decode_lengths(prefix)
-        header = self._read(header_len, timeout)
-        blob = self._read(blob_len, timeout)
-        reply = wire.decode(header, blob)
+        if self.ended is not None:
+            raise self._classify(self.ended)
+        self._send(wire.encode({"op": op, **fields}), timeout)
+        reply = self._receive(timeout)
         if "error" in reply:
-            raise LearnerError(reply["error"])
+            error = LearnerError(reply["error"])
+            if error.memory:
+                self.kill()       # a process that ran out of memory is not trusted with the next check
+                raise JailMemory(f"the submission ran out of memory (limit {self.limits.memory_mb} MiB): "
+                                 f"{error.type_name}: {error.learner_message[:500]}")
+            raise error
         return reply["ok"]
 
-    def _read(self, n: int, timeout: float) -> bytes:
-        fd = self.proc.stdout.fileno()
+    def _send(self, frame: bytes, timeout: float) -> None:
         deadline = time.monotonic() + timeout
+        view = memoryview(frame)
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._to_jail, selectors.EVENT_WRITE)
+            while view:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    self.kill()
+                    raise JailTimeout(f"the jail did not read its input within {timeout:.0f} s")
+                try:
+                    view = view[os.write(self._to_jail, view):]
+                except BlockingIOError:
+                    continue
+                except (BrokenPipeError, OSError):
+                    raise self._death() from None
+
+    def _receive(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        try:
+            header_len, blob_len = wire.decode_lengths(self._read(16, deadline, timeout))
+            header = self._read(header_len, deadline, timeout)
+            blob = self._read(blob_len, deadline, timeout)
+            reply = wire.decode(header, blob)
+            if not isinstance(reply, dict) or not ({"ok", "error"} & set(reply)):
+                raise wire.WireError("a reply that is neither ok nor error")
+            if "error" in reply and not isinstance(reply["error"], dict):
+                raise wire.WireError("a malformed error")
+            return reply
+        except (wire.WireError, ValueError, KeyError, TypeError, RecursionError,
+                json.JSONDecodeError, UnicodeDecodeError) as exc:
+            self.kill()
+            raise JailCrash(f"the jail broke the protocol ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+    def _read(self, n: int, deadline: float, timeout: float) -> bytes:
         chunks, got = [], 0
         with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
+            sel.register(self._from_jail, selectors.EVENT_READ)
             while got < n:
                 left = deadline - time.monotonic()
                 if left <= 0 or not sel.select(left):
                     self.kill()
                     raise JailTimeout(f"no answer within {timeout:.0f} s")
-                chunk = os.read(fd, min(n - got, 1 << 20))
+                chunk = os.read(self._from_jail, min(n - got, 1 << 20))
                 if not chunk:
                     raise self._death()
                 chunks.append(chunk)
                 got += len(chunk)
         return b"".join(chunks)
 
+    # -- the end of a jail ----------------------------------------------------------------------------
     def _death(self) -> JailError:
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return JailCrash("the jail stopped answering")
-        if code < 0:
-            sig = signal.Signals(-code).name
-            if -code in (signal.SIGKILL,):
-                return JailMemory(f"the process was killed ({sig}), most likely for using too much memory")
-            return JailCrash(f"the process died with signal {sig}")
-        return JailCrash(f"the process exited with code {code} while the grader was waiting")
+        """The jail closed its end: find out from the zygote how (exit code, signal, CPU used)."""
+        if self.ended is None:
+            try:
+                self.ended = self.zygote.reap(self.id, grace=2.0) or {"exit": None}
+            except launcher.ZygoteError as exc:
+                self.ended = {"error": str(exc)}
+        return self._classify(self.ended)
+
+    def _classify(self, ended: dict) -> JailError:
+        cpu_limit = self.limits.for_jail()["cpu_seconds"]
+        if "error" in ended:
+            return JailSandbox(f"the jail's zygote failed: {ended['error']}")
+        if ended.get("alive"):
+            return JailCrash("the submission closed its connection to the grader and was stopped")
+        sig = ended.get("signal")
+        if sig is not None:
+            if sig == signal.SIGKILL and ended.get("killed"):
+                return JailCrash("the jail was stopped by the grader")
+            if sig == signal.SIGXCPU or (sig == signal.SIGKILL and ended.get("cpu", 0) >= cpu_limit - 1):
+                return JailTimeout(f"the submission used up its {cpu_limit:.0f} s of CPU time")
+            if sig == signal.SIGKILL:
+                return JailMemory("the process was killed (SIGKILL) by the kernel, most likely for "
+                                  "using too much memory")
+            if sig == signal.SIGSYS:
+                return JailSandbox("the submission made a system call the jail forbids (such as mount, "
+                                   "ptrace, unshare or bpf) and was stopped")
+            if sig == signal.SIGXFSZ:
+                return JailCrash(f"the submission wrote more than {self.limits.file_size_mb} MiB "
+                                 "(printed output or a file) and was stopped")
+            words = SIGNAL_WORDS.get(sig, f"signal {signal.Signals(sig).name}"
+                                     if sig in signal.valid_signals() else f"signal {sig}")
+            return JailCrash(f"the process died with {words}")
+        code = ended.get("exit")
+        return JailCrash(f"the process exited (code {code}) while the grader was waiting for an "
+                         "answer: exit(), os._exit() or a fatal error in the submission")
 
     def output(self) -> str:
         """What the learner's code printed, capped."""
-        try:
-            with open(self.output_path, "rb") as f:
-                return f.read(self.limits.max_output_bytes).decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return read_output(self.output_file, self.limits.max_output_bytes)
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
+        """Kill the jail's PID 1, and with it every process of the jail; wait until they are gone."""
+        if self.ended is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
+                self.ended = self.zygote.kill(self.id) or {"exit": None}
+            except launcher.ZygoteError as exc:
+                self.ended = {"error": str(exc)}
+            self.ended.setdefault("killed", True)
 
     def close(self) -> None:
         self.kill()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        self._scratch.cleanup()
+        for fd in (self._to_jail, self._from_jail):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._to_jail = self._from_jail = -1
+        if self._own_output:
+            self.output_file.close()
+
+
+def read_output(file, cap: int) -> str:
+    try:
+        data = os.pread(file.fileno(), cap, 0)
+    except (OSError, ValueError):
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def _bytes_tensor(data: bytes):
+    import torch
+    if not data:
+        return torch.empty(0, dtype=torch.uint8)
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8)

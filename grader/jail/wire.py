@@ -67,10 +67,13 @@ def encode(value, to_handle=None) -> bytes:
         if tensor is not None:
             if tensor.dtype not in DTYPE_NAMES:
                 raise WireError(f"dtype {tensor.dtype} cannot cross the jail boundary")
-            raw = _tensor_bytes(tensor)
-            size[0] += len(raw)
+            # the size is checked before the bytes exist: an expanded view of 1e9 elements is refused
+            # without ever being materialised
+            size[0] += tensor.numel() * tensor.element_size()
             if size[0] > MAX_FRAME_BYTES:
-                raise WireError(f"message larger than {MAX_FRAME_BYTES} bytes")
+                raise WireError(f"a value of {size[0]:,} bytes is larger than the "
+                                f"{MAX_FRAME_BYTES:,} bytes one message may carry")
+            raw = _tensor_bytes(tensor)
             offset = sum(len(b) for b in blobs)
             blobs.append(raw)
             return {"$tensor": [offset, len(raw)], "dtype": DTYPE_NAMES[tensor.dtype],

@@ -1,8 +1,11 @@
-"""The process that runs learner code. It is started as a script (`python -I worker.py ROOT`),
-imports only the standard library, torch and wire.py from its own folder, and answers requests
-from the trusted grader over two pipes. Everything it returns is plain data or a handle; the grader
-decides the grade from that data and never trusts an object from here.
+"""The learner's side of a jail: imports the submission's modules and answers the grader's requests.
+
+It runs in a process forked from the zygote (zygote.py), after the jail is closed around it, and
+imports only the standard library, torch and wire.py from its own folder. Everything it returns is
+plain data or a handle; the grader decides the grade from that data and never trusts an object from
+here.
 """
+import errno
 import importlib.abc
 import importlib.util
 import os
@@ -195,8 +198,22 @@ def describe(exc: BaseException) -> dict:
             where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
     if isinstance(exc, SyntaxError) and exc.filename and exc.filename.startswith(ROOT):
         where = f"{os.path.basename(exc.filename)}:{exc.lineno}"
-    return {"type": type(exc).__name__, "mro": [c.__name__ for c in type(exc).__mro__],
-            "message": str(exc)[:wire.MAX_STRING], "where": where}
+    try:
+        message = str(exc)[:wire.MAX_STRING]
+    except BaseException:  # noqa: BLE001 - a learner's exception may lie in __str__ too
+        message = "<the exception's message could not be read>"
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+        message += (" (the jail limits what a submission may write, its printed output "
+                    "included; this submission wrote more than that)")
+    memory = isinstance(exc, MemoryError) or (
+        isinstance(exc, RuntimeError) and ("can't allocate memory" in message
+                                           or "not enough memory" in message))
+    try:
+        type_name, mro = type(exc).__name__, [c.__name__ for c in type(exc).__mro__]
+    except BaseException:  # noqa: BLE001
+        type_name, mro = "Exception", ["Exception", "BaseException", "object"]
+    return {"type": str(type_name)[:200], "mro": [str(n)[:200] for n in mro[:32]],
+            "message": message, "where": where, "memory": memory}
 
 
 def read_exact(fd, n):
@@ -232,28 +249,11 @@ def serve(proto_in, proto_out, worker):
         write_all(proto_out, reply)
 
 
-ROOT = ""
+ROOT = ""     # the submission's folder in the jail; set by the zygote before serving
 
 
-def main():
+def run(root, proto_in, proto_out):
+    """Serve the grader until it closes the protocol pipe (the zygote's jail child calls this)."""
     global ROOT
-    ROOT = os.path.abspath(sys.argv[1])
-    output_path = sys.argv[2]
-    # The protocol keeps private copies of stdin/stdout; fd 0/1/2 become /dev/null and the output
-    # file, so nothing a learner prints can land in the protocol stream.
-    proto_in, proto_out = os.dup(0), os.dup(1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    out = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(out, 1)
-    os.dup2(out, 2)
-    os.close(out)
-    import torch
-    torch.set_num_threads(1)
-    os.chdir(ROOT)
-    serve(proto_in, proto_out, Worker(ROOT))
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    main()
+    ROOT = root
+    serve(proto_in, proto_out, Worker(root))

@@ -1,0 +1,336 @@
+"""Trusted side: start the zygote, in bubblewrap where it is installed, and talk to it.
+
+This module imports no torch, so the command line can start the zygote first and import torch
+itself while the zygote does the same on the other core (`prestart`).
+
+bubblewrap gives the zygote a root of its own: read-only binds of the system (/usr and the /lib,
+/bin links), the Python runtime and its site-packages (with the grader's own packages masked),
+and the four jail files in /jail; a private /proc, /dev and a size-bounded /tmp; no network, a new
+PID, IPC, UTS and cgroup namespace; a new session; no environment but the few variables set here;
+and it dies with the grader. The zygote keeps the capabilities it needs to build each jail
+(mount, setns, setuid, kill) and every jail drops all of them before learner code runs.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+JAIL_DIR = Path(__file__).resolve().parent
+JAIL_FILES = ("zygote.py", "sandbox.py", "worker.py", "wire.py")
+IN_JAIL = "/jail"
+# packages of this project that hold hidden tests, keys, solutions, mutants or the grader itself
+PRIVATE_PACKAGES = ("grader", "exercises", "mutants", "reference_model", "reports")
+UID_BASE = 0x40000000        # jail uids: far above any real account, one per jail
+READY_TIMEOUT = 120.0
+CONTROL_TIMEOUT = 60.0
+
+WARNING = """\
+WARNING: {why}
+WARNING: learner code runs in a plain child process with resource limits, but WITHOUT a file system,
+WARNING: network or process jail: it can read what this user can read and open network connections.
+WARNING: Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and run `grader doctor`.
+"""
+
+
+class ZygoteError(Exception):
+    """The zygote could not start or stopped answering."""
+
+
+def find_bwrap() -> str | None:
+    return shutil.which("bwrap") or next(
+        (p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap") if os.access(p, os.X_OK)), None)
+
+
+def requested_mode() -> str:
+    mode = os.environ.get("GRADER_JAIL", "auto").strip().lower() or "auto"
+    if mode not in ("auto", "bubblewrap", "process"):
+        raise ZygoteError(f"GRADER_JAIL={mode!r}: expected auto, bubblewrap or process")
+    return mode
+
+
+def private_paths() -> list[Path]:
+    """Where the grader's own packages live: never visible in a jail, even inside site-packages."""
+    paths = []
+    for name in PRIVATE_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            continue
+        if spec.submodule_search_locations is not None:
+            locations = list(spec.submodule_search_locations)
+        else:
+            locations = [os.path.dirname(spec.origin or "")]
+        paths += [Path(loc).resolve() for loc in locations if loc]
+    paths.append(JAIL_DIR.parents[1])          # the project (or install) folder itself
+    return paths
+
+
+def _python_roots() -> list[Path]:
+    roots = []
+    for p in (sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))):
+        p = Path(p).resolve()
+        if p.parent == p:
+            continue
+        if not any(p == r or r in p.parents for r in roots):
+            roots = [r for r in roots if p not in r.parents] + [p]
+    return roots
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def bwrap_argv(bwrap: str, control_fd: int, tmp_mb: int = 256) -> list[str]:
+    argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
+    for key, value in (("PATH", "/usr/bin:/bin"), ("LANG", "C.UTF-8"), ("HOME", "/tmp"),
+                       ("PYTHONDONTWRITEBYTECODE", "1"), ("OMP_NUM_THREADS", "1"),
+                       ("MKL_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1")):
+        argv += ["--setenv", key, value]
+    if os.geteuid() == 0:
+        for cap in ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN",
+                    "CAP_DAC_OVERRIDE", "CAP_FOWNER"):
+            argv += ["--cap-add", cap]
+    else:
+        # without root, bubblewrap needs a user namespace; the zygote keeps its capabilities there
+        argv += ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid()),
+                 "--cap-add", "ALL"]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / name
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            argv += ["--ro-bind", str(path), str(path)]
+    for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"):
+        argv += ["--ro-bind-try", etc, etc]
+    roots = _python_roots()
+    made = set()
+    for dest in [*roots, Path(IN_JAIL)]:
+        # folders bubblewrap creates on the way are 0700 (root's): a jail's uid must traverse them
+        for parent in reversed([dest, *dest.parents] if dest == Path(IN_JAIL) else list(dest.parents)):
+            if parent != Path("/") and parent not in made:
+                made.add(parent)
+                argv += ["--perms", "0755", "--dir", str(parent)]
+    for root in roots:
+        argv += ["--ro-bind", str(root), str(root)]
+    for hidden in private_paths():
+        for root in roots:
+            if _is_within(hidden, root) and hidden.is_dir():
+                argv += ["--tmpfs", str(hidden)]       # masked: an empty, root-owned folder
+                break
+    for name in JAIL_FILES:
+        argv += ["--ro-bind", str(JAIL_DIR / name), f"{IN_JAIL}/{name}"]
+    argv += ["--proc", "/proc", "--dev", "/dev",
+             "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
+             "--perms", "0755", "--dir", "/submission", "--remount-ro", "/", "--chdir", "/"]
+    argv += [sys.executable, "-I", "-B", "-u", f"{IN_JAIL}/zygote.py", "bubblewrap", str(control_fd)]
+    return argv
+
+
+class Zygote:
+    """One warm zygote process. Thread-safe; one request on its control socket at a time."""
+
+    def __init__(self, mode: str | None = None):
+        self.requested = mode or requested_mode()
+        self.owner = os.getpid()
+        self.lock = threading.Lock()
+        self.info: dict | None = None
+        self.warning: str | None = None
+        self.isolation = "process"
+        self.proc = None
+        self.sock = None
+        self._errors = tempfile.TemporaryFile(prefix="grader-zygote-")
+        bwrap = find_bwrap() if self.requested in ("auto", "bubblewrap") else None
+        if self.requested == "bubblewrap" and bwrap is None:
+            raise ZygoteError("GRADER_JAIL=bubblewrap but bwrap is not installed "
+                              "(Debian/Ubuntu: apt-get install bubblewrap)")
+        if bwrap is None and self.requested == "auto":
+            self.warning = "bubblewrap (bwrap) is not installed."
+        self._start("bubblewrap" if bwrap else "process", bwrap)
+
+    def _start(self, mode: str, bwrap: str | None):
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        if mode == "bubblewrap":
+            argv = bwrap_argv(bwrap, child.fileno())
+            env = {"PATH": "/usr/bin:/bin"}
+        else:
+            argv = [sys.executable, "-I", "-B", "-u", str(JAIL_DIR / "zygote.py"), "process",
+                    str(child.fileno())]
+            env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                   "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                   "HOME": tempfile.gettempdir(), "TMPDIR": tempfile.gettempdir()}
+        self._errors.seek(0)
+        self._errors.truncate()
+        # no preexec_fn (unsafe in a threaded parent): subprocess does the fork and exec in C
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self._errors, pass_fds=[child.fileno()], env=env,
+                                     close_fds=True, start_new_session=True, cwd="/")
+        child.close()
+        self.sock = parent
+        self.mode = mode
+        self.isolation = mode
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> dict:
+        """Block until the zygote has imported torch; fall back to a plain process if bwrap fails."""
+        with self.lock:
+            if self.info is not None:
+                return self.info
+            try:
+                self.info = self._recv(timeout)
+            except ZygoteError as exc:
+                if self.mode != "bubblewrap" or self.requested == "bubblewrap":
+                    raise
+                why = f"bubblewrap is installed but could not start a jail ({exc})."
+                self._stop()
+                self._start("process", None)
+                self.warning = why
+                self.info = self._recv(timeout)
+            if self.info.get("threads", 1) != 1:
+                self.warning = ((self.warning or "") + f" The zygote has {self.info['threads']} "
+                                "threads; forking it is not safe.").strip()
+        if self.warning and self.mode == "process":
+            sys.stderr.write(WARNING.format(why=self.warning))
+            sys.stderr.flush()
+        return self.info
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None and self.sock is not None
+
+    def _recv(self, timeout: float) -> dict:
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(1 << 16)
+        except (socket.timeout, OSError) as exc:
+            self._stop()
+            raise ZygoteError(f"the zygote did not answer ({exc}){self._stderr()}") from None
+        if not data:
+            self._stop()
+            raise ZygoteError(f"the zygote exited{self._stderr()}")
+        reply = json.loads(data)
+        if "error" in reply:
+            raise ZygoteError(reply["error"])
+        return reply["ok"]
+
+    def _stderr(self) -> str:
+        try:
+            self._errors.seek(0)
+            text = self._errors.read(4000).decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            text = ""
+        return f": {text}" if text else ""
+
+    def call(self, message: dict, fds=(), timeout: float = CONTROL_TIMEOUT):
+        self.wait_ready()
+        with self.lock:
+            if not self.alive:
+                raise ZygoteError(f"the zygote is not running{self._stderr()}")
+            try:
+                socket.send_fds(self.sock, [json.dumps(message).encode()], list(fds))
+            except OSError as exc:
+                self._stop()
+                raise ZygoteError(f"the zygote stopped answering ({exc})") from None
+            return self._recv(timeout)
+
+    def spawn(self, jail_id: int, uid: int, gid: int, limits: dict, fds) -> int:
+        return self.call({"op": "spawn", "id": jail_id, "uid": uid, "gid": gid, "limits": limits},
+                         fds)["pid"]
+
+    def kill(self, jail_id: int) -> dict | None:
+        return self.call({"op": "kill", "id": jail_id})
+
+    def reap(self, jail_id: int, grace: float = 1.0) -> dict | None:
+        return self.call({"op": "reap", "id": jail_id, "grace": grace}, timeout=CONTROL_TIMEOUT + grace)
+
+    def _stop(self):
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+            self.sock = None
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
+
+    def close(self):
+        with self.lock:
+            self._stop()
+
+
+_default: Zygote | None = None
+_default_lock = threading.Lock()
+_counter = 0
+
+
+def default_zygote(wait: bool = True) -> Zygote:
+    """The process's zygote, started on first use and again if it died or we were forked."""
+    global _default
+    with _default_lock:
+        if _default is not None and (_default.owner != os.getpid() or not _default.alive):
+            if _default.owner == os.getpid():
+                _default.close()
+            _default = None
+        if _default is None:
+            _default = Zygote()
+        zygote = _default
+    if wait:
+        zygote.wait_ready()
+    return zygote
+
+
+def prestart() -> None:
+    """Start the zygote now without waiting: it imports torch while the caller does the same."""
+    try:
+        default_zygote(wait=False)
+    except ZygoteError:
+        pass
+
+
+def next_identity() -> tuple[int, int, int]:
+    """(jail id, uid, gid): a uid of its own per jail when we are root, so limits and kills are per jail."""
+    global _counter
+    with _default_lock:
+        _counter += 1
+        n = _counter
+    if os.geteuid() != 0:
+        return n, os.getuid(), os.getgid()
+    uid = UID_BASE + ((os.getpid() & 0xFFFF) << 12) + (n & 0xFFF)
+    return n, uid, uid
+
+
+def processes_of_uid(uid: int) -> list[int]:
+    """Host view: every process that runs as `uid` (used to prove no jail process outlives its grade)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    pids.append(int(name))
+            except OSError:
+                pass
+    return pids
+
+
+def shutdown() -> None:
+    global _default
+    with _default_lock:
+        if _default is not None and _default.owner == os.getpid():
+            _default.close()
+        _default = None
+

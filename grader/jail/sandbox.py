@@ -1,0 +1,280 @@
+"""Jail side: the system calls that close a jail around one submission.
+
+Imported by the zygote (zygote.py) inside bubblewrap, or by the plain-process fallback. Standard
+library and ctypes only. Everything here runs in a freshly forked child, before any learner code:
+
+    new namespaces (mount, network, IPC, UTS; the PID namespace comes from the fork itself)
+    -> private tmpfs for /tmp, /dev/shm and the submission's own files (then read-only)
+    -> resource limits -> setgroups([]) -> gid -> uid -> no_new_privs -> seccomp filter
+"""
+import ctypes
+import ctypes.util
+import os
+import platform
+import resource
+import struct
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
+                       ctypes.c_char_p]
+libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+CLONE_NEWTIME = 0x00000080
+CLONE_NS_FLAGS = (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER
+                  | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME)
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_SECCOMP = 22
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+SECCOMP_MODE_FILTER = 2
+
+
+class SandboxError(Exception):
+    """A step of building the jail failed: the jail must not run learner code."""
+
+
+def _check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise SandboxError(f"{what}: {os.strerror(err)} (errno {err})")
+
+
+def unshare(flags):
+    _check(libc.unshare(ctypes.c_int(flags)), f"unshare({flags:#x})")
+
+
+def setns(fd, nstype):
+    _check(libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), "setns")
+
+
+def mount(source, target, fstype, flags, data=None):
+    enc = (lambda s: s.encode() if isinstance(s, str) else s)
+    _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)),
+           f"mount {fstype or ''} on {target}")
+
+
+def prctl(option, arg2=0, arg3=0, arg4=0, arg5=0):
+    _check(libc.prctl(option, arg2, arg3, arg4, arg5), f"prctl({option})")
+
+
+def sethostname(name):
+    b = name.encode()
+    _check(libc.sethostname(b, ctypes.c_size_t(len(b))), "sethostname")
+
+
+# -- a fresh PID namespace per fork -----------------------------------------------------------------
+
+class PidNamespaces:
+    """Makes the next fork() land in a new PID namespace as its PID 1.
+
+    unshare(CLONE_NEWPID) sets only the namespace of future children, once; setns() back to our own
+    namespace re-arms it, so one long-lived zygote can give every jail its own namespace with a
+    single os.fork(). Killing that PID 1 makes the kernel kill every process of the jail.
+    """
+
+    def __init__(self):
+        self.own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+
+    def arm(self):
+        setns(self.own, CLONE_NEWPID)
+        unshare(CLONE_NEWPID)
+
+    def disarm(self):
+        setns(self.own, CLONE_NEWPID)
+
+
+# -- the jail's file system (inside bubblewrap's read-only root) -------------------------------------
+
+def private_mounts(tmp_bytes: int):
+    """Run as PID 1 of a new PID namespace, as root: its own mounts, network, IPC and host name."""
+    unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    kib = max(tmp_bytes // 1024, 64)
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+          f"size={kib}k,nr_inodes=4096,mode=1777")
+    if os.path.isdir("/dev/shm"):
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "size=16m,nr_inodes=256,mode=1777")
+    mount("tmpfs", "/submission", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+          "size=16m,nr_inodes=256,mode=755")
+    sethostname("jail")
+
+
+def seal_submission():
+    """After the files are written: the submission's own folder becomes read-only too."""
+    mount(None, "/submission", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def write_files(root: str, files: dict):
+    for name, data in files.items():
+        if "/" in name or name in ("", ".", "..") or "\0" in name:
+            raise SandboxError(f"refusing file name {name!r}")
+        fd = os.open(os.path.join(root, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+
+
+# -- limits and privileges ---------------------------------------------------------------------------
+
+def vm_size_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def apply_limits(limits: dict, set_nproc: bool):
+    """RLIMIT_AS counts what is already mapped (torch's libraries): the learner gets memory_mb more."""
+    def lim(which, value):
+        value = int(value)
+        resource.setrlimit(which, (value, value))
+
+    cpu = max(1, int(limits["cpu_seconds"]))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    lim(resource.RLIMIT_AS, vm_size_bytes() + limits["memory_mb"] * 1024 * 1024)
+    lim(resource.RLIMIT_FSIZE, limits["file_size_mb"] * 1024 * 1024)
+    lim(resource.RLIMIT_NOFILE, limits["open_files"])
+    lim(resource.RLIMIT_CORE, 0)
+    lim(resource.RLIMIT_MEMLOCK, 0)
+    lim(resource.RLIMIT_MSGQUEUE, 0)
+    if set_nproc:
+        lim(resource.RLIMIT_NPROC, limits["processes"])
+
+
+def drop_privileges(uid: int, gid: int):
+    """setgroups([]) first, then the gid, then the uid: after this no capability is left."""
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() != uid or os.geteuid() != uid or os.getgid() != gid or os.getgroups():
+        raise SandboxError("could not drop privileges")
+    try:
+        os.setuid(0)
+    except PermissionError:
+        pass
+    else:
+        raise SandboxError("privileges came back after dropping them")
+
+
+def drop_capabilities():
+    """Without root (bubblewrap in a user namespace) the uid stays; every capability goes."""
+    PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
+            break                                         # EINVAL: past the last capability
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)         # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()                        # effective, permitted, inheritable: none
+    _check(libc.capset(header, data), "capset")
+    with open("/proc/self/status") as f:
+        status = f.read()
+    if "CapEff:\t0000000000000000" not in status:
+        raise SandboxError("capabilities remain after dropping them")
+
+
+def no_new_privs():
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+# -- a seccomp filter: system calls a learner never needs, whose only use is an attack ---------------
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_SYSCALL_BIT = 0x40000000
+SECCOMP_RET_KILL_PROCESS = 0x80000000
+SECCOMP_RET_ERRNO = 0x00050000
+SECCOMP_RET_ALLOW = 0x7FFF0000
+ENOSYS = 38
+
+# x86_64 numbers. Each of these kills the process (SIGSYS), which the grader reports as `sandbox`.
+DENIED_X86_64 = {
+    "ptrace": 101, "syslog": 103, "vhangup": 153, "pivot_root": 155,
+    "adjtimex": 159, "chroot": 161, "acct": 163, "settimeofday": 164, "mount": 165, "umount2": 166,
+    "swapon": 167, "swapoff": 168, "reboot": 169, "iopl": 172, "ioperm": 173, "init_module": 175,
+    "delete_module": 176, "quotactl": 179, "lookup_dcookie": 212, "clock_settime": 227,
+    "kexec_load": 246, "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272,
+    "perf_event_open": 298, "name_to_handle_at": 303, "open_by_handle_at": 304,
+    "clock_adjtime": 305, "setns": 308, "process_vm_readv": 310, "process_vm_writev": 311,
+    "finit_module": 313, "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323,
+    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
+    "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+    "mount_setattr": 442,
+}
+SYS_CLONE_X86_64, SYS_CLONE3_X86_64 = 56, 435
+
+
+def seccomp_supported() -> bool:
+    return platform.machine() in ("x86_64", "AMD64")
+
+
+def _bpf_program():
+    def stmt(code, k):
+        return struct.pack("HBBI", code, 0, 0, k)
+
+    def jump(code, k, jt, jf):
+        return struct.pack("HBBI", code, jt, jf, k)
+
+    LD_W_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+    prog = [
+        stmt(LD_W_ABS, 4),                                  # seccomp_data.arch
+        jump(JEQ, AUDIT_ARCH_X86_64, 1, 0),
+        stmt(RET, SECCOMP_RET_KILL_PROCESS),                # another ABI (i386 via int 0x80): no
+        stmt(LD_W_ABS, 0),                                  # seccomp_data.nr
+        jump(JGE, X32_SYSCALL_BIT, 0, 1),
+        stmt(RET, SECCOMP_RET_KILL_PROCESS),                # the x32 ABI: no
+    ]
+    for nr in sorted(DENIED_X86_64.values()):
+        prog += [jump(JEQ, nr, 0, 1), stmt(RET, SECCOMP_RET_KILL_PROCESS)]
+    prog += [jump(JEQ, SYS_CLONE3_X86_64, 0, 1), stmt(RET, SECCOMP_RET_ERRNO | ENOSYS)]
+    prog += [
+        jump(JEQ, SYS_CLONE_X86_64, 0, 3),                  # clone: only without namespace flags
+        stmt(LD_W_ABS, 16),                                 # args[0], low 32 bits
+        jump(JSET, CLONE_NS_FLAGS, 0, 1),
+        stmt(RET, SECCOMP_RET_KILL_PROCESS),
+        stmt(RET, SECCOMP_RET_ALLOW),
+    ]
+    return b"".join(prog)
+
+
+def install_seccomp() -> bool:
+    """Needs no_new_privs (set first). Returns False where the filter is not available."""
+    if not seccomp_supported():
+        return False
+    code = _bpf_program()
+    n = len(code) // 8
+    buf = ctypes.create_string_buffer(code, len(code))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    prog = SockFprog(n, ctypes.addressof(buf))
+    ret = libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0)
+    _check(ret, "seccomp")
+    return True
+
+
+def close_fds_except(keep):
+    keep = sorted(set(keep))
+    low = 3
+    for fd in keep:
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 16)

@@ -1,0 +1,340 @@
+"""The zygote: one warm process that has imported torch, forking one jail per submission.
+
+Started by launcher.py as `python -I -B -u zygote.py MODE CONTROL_FD`, inside bubblewrap (MODE
+"bubblewrap": a read-only root holding only the system, the Python runtime and this folder's jail
+files) or as a plain child process (MODE "process", the fallback). It imports torch once, with one
+thread and before any parallel op, so that a fork is safe and a jail is ready in milliseconds.
+
+Control messages (JSON over a SOCK_SEQPACKET socket, file descriptors passed with SCM_RIGHTS):
+    {"op": "spawn", "id", "uid", "gid", "limits"} + [proto_in, proto_out, output]  -> {"pid"}
+    {"op": "kill", "id"}                 SIGKILL the jail's PID 1: the kernel kills the namespace
+    {"op": "reap", "id", "grace"}        wait for a jail that closed its pipes, else kill it
+Each reply is {"ok": ...} or {"error": "..."}; a jail's end is {"exit"|"signal", "cpu", "killed"}.
+
+In bubblewrap mode each fork is PID 1 of a new PID namespace and unshares mount, network, IPC and
+UTS namespaces before anything else: submissions never see each other, nor the zygote.
+"""
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+             "VECLIB_MAXIMUM_THREADS"):
+    os.environ[_var] = "1"
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import sandbox  # noqa: E402
+
+MAX_CONTROL = 1 << 16
+SUBMISSION = "/submission"
+
+
+def thread_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return -1
+
+
+class Zygote:
+    def __init__(self, mode: str, control: socket.socket):
+        self.mode = mode
+        self.control = control
+        self.jails: dict[int, dict] = {}
+        self.strays: dict[int, int] = {}          # process mode: reaped children that were no jail
+        self.is_root = os.geteuid() == 0
+        self.pidns = sandbox.PidNamespaces() if mode == "bubblewrap" else None
+        self.scratch = None
+        if mode == "process":
+            import tempfile
+            self.scratch = tempfile.mkdtemp(prefix="grader-jails-")
+            os.chmod(self.scratch, 0o711)
+
+    # -- control loop -------------------------------------------------------------------------------
+    def serve(self):
+        while True:
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(self.control, MAX_CONTROL, 8)
+            except InterruptedError:
+                continue
+            if not data:
+                return
+            try:
+                msg = json.loads(data)
+                result = getattr(self, "op_" + msg["op"])(msg, fds)
+                reply = {"ok": result}
+            except Exception as exc:  # noqa: BLE001 - report, and keep serving the other jails
+                reply = {"error": f"{type(exc).__name__}: {exc}"}
+            finally:
+                for fd in fds:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            self.control.sendall(json.dumps(reply).encode())
+
+    def op_ping(self, msg, fds):
+        return {"threads": thread_count()}
+
+    def op_spawn(self, msg, fds):
+        if len(fds) != 3:
+            raise ValueError("spawn needs three file descriptors")
+        jail_id = int(msg["id"])
+        record = {"uid": int(msg["uid"]), "gid": int(msg["gid"]), "killed": False}
+        if self.mode == "process":
+            record["dir"] = self._process_dir(jail_id, record)
+        if self.pidns is not None:
+            self.pidns.arm()
+        try:
+            pid = os.fork()
+        except BaseException:
+            if self.pidns is not None:
+                self.pidns.disarm()
+            raise
+        if pid != 0 and self.pidns is not None:
+            self.pidns.disarm()
+        if pid == 0:
+            code = 70
+            try:
+                jail_child(self, msg, fds, record)
+            except BaseException:  # noqa: BLE001 - never return into the zygote's loop
+                code = 71
+            finally:
+                os._exit(code)
+        record["pid"] = pid
+        record["started"] = time.monotonic()
+        self.jails[jail_id] = record
+        return {"pid": pid}
+
+    def op_kill(self, msg, fds):
+        jail = self.jails.pop(int(msg["id"]), None)
+        if jail is None:
+            return None
+        status = self._kill(jail)
+        self._cleanup(jail)
+        return status
+
+    def op_reap(self, msg, fds):
+        """The jail closed its pipes: wait `grace` seconds for it to end on its own, then kill it."""
+        jail_id = int(msg["id"])
+        jail = self.jails.get(jail_id)
+        if jail is None:
+            return None
+        deadline = time.monotonic() + float(msg.get("grace", 1.0))
+        while True:
+            status = self._wait(jail, block=False)
+            if status is not None:
+                break
+            if time.monotonic() >= deadline:
+                status = dict(self._kill(jail), alive=True)
+                break
+            time.sleep(0.005)
+        self.jails.pop(jail_id, None)
+        if self.mode == "process":
+            self._sweep(jail)
+        self._cleanup(jail)
+        return status
+
+    # -- ending jails ---------------------------------------------------------------------------------
+    def _wait(self, jail, block: bool):
+        if "status" in jail:
+            return jail["status"]
+        pid = jail["pid"]
+        while True:
+            try:
+                got, status, usage = os.wait4(pid, 0 if block else os.WNOHANG)
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                return {"exit": None, "cpu": 0.0, "killed": jail["killed"]}
+        if got == 0:
+            return None
+        result = {"cpu": round(usage.ru_utime + usage.ru_stime, 3), "maxrss_kb": usage.ru_maxrss,
+                  "killed": jail["killed"]}
+        if os.WIFSIGNALED(status):
+            result["signal"] = os.WTERMSIG(status)
+        else:
+            result["exit"] = os.WEXITSTATUS(status)
+        jail["status"] = result
+        return result
+
+    def _kill(self, jail):
+        status = self._wait(jail, block=False)
+        if status is not None:
+            if self.mode == "process":
+                self._sweep(jail)
+            return status
+        jail["killed"] = True
+        try:
+            os.kill(jail["pid"], signal.SIGKILL)   # PID 1 of its namespace: the kernel kills the rest
+        except ProcessLookupError:
+            pass
+        if self.mode == "process":
+            self._sweep(jail)
+        return self._wait(jail, block=True)
+
+    def _sweep(self, jail):
+        """Process mode only: without a PID namespace, kill the jail's group and everything of its uid."""
+        for _ in range(50):
+            try:
+                os.killpg(jail["pid"], signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            left = processes_of_uid(jail["uid"]) if self.is_root else []
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            self._reap_strays()
+            if not left:
+                return
+            time.sleep(0.01)
+
+    def _reap_strays(self):
+        known = {j["pid"] for j in self.jails.values()}
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid not in known:
+                self.strays[pid] = status
+            else:
+                for j in self.jails.values():
+                    if j["pid"] == pid:
+                        usage_less = {"cpu": 0.0, "killed": j["killed"]}
+                        if os.WIFSIGNALED(status):
+                            usage_less["signal"] = os.WTERMSIG(status)
+                        else:
+                            usage_less["exit"] = os.WEXITSTATUS(status)
+                        j["status"] = usage_less
+
+    def _process_dir(self, jail_id, record):
+        base = os.path.join(self.scratch, f"jail-{jail_id}")
+        os.mkdir(base, 0o711)
+        os.mkdir(os.path.join(base, "submission"), 0o755)
+        os.mkdir(os.path.join(base, "tmp"), 0o700)
+        if self.is_root:
+            os.chown(os.path.join(base, "tmp"), record["uid"], record["gid"])
+        return base
+
+    def _cleanup(self, jail):
+        if jail.get("dir"):
+            import shutil
+            shutil.rmtree(jail["dir"], ignore_errors=True)
+
+
+def processes_of_uid(uid: int) -> list[int]:
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid == uid:
+                pids.append(int(name))
+        except OSError:
+            pass
+    return pids
+
+
+# -- the jail's first process ---------------------------------------------------------------------------
+
+def jail_child(zygote: Zygote, msg: dict, fds: list, record: dict):
+    """Runs in the fork: close the jail, then serve the grader with learner code loaded."""
+    import wire
+    import worker
+    proto_in, proto_out, output = fds
+    zygote.control.close()
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)     # an oversized write fails with EFBIG instead
+    limits = msg["limits"]
+    try:
+        if zygote.mode == "bubblewrap":
+            sandbox.private_mounts(int(limits["tmp_mb"]) * 1024 * 1024)
+            root, tmp = SUBMISSION, "/tmp"
+        else:
+            os.setsid()
+            sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
+            root, tmp = os.path.join(record["dir"], "submission"), os.path.join(record["dir"], "tmp")
+        header_len, blob_len = wire.decode_lengths(worker.read_exact(proto_in, 16))
+        setup = wire.decode(worker.read_exact(proto_in, header_len), worker.read_exact(proto_in, blob_len))
+        files = {name: bytes(t.numpy().tobytes()) for name, t in setup["files"].items()}
+        sandbox.write_files(root, files)
+        del files, setup
+        if zygote.mode == "bubblewrap":
+            sandbox.seal_submission()
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        sandbox.close_fds_except([0, 1, 2, proto_in, proto_out])
+        os.environ.clear()
+        os.environ.update({"PATH": "/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "LANG": "C.UTF-8",
+                           "USER": "learner", "LOGNAME": "learner", "PYTHONHASHSEED": "0",
+                           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                           "OPENBLAS_NUM_THREADS": "1"})
+        import tempfile
+        tempfile.tempdir = tmp
+        dedicated_uid = zygote.is_root
+        sandbox.apply_limits(limits, set_nproc=dedicated_uid)
+        if zygote.is_root:
+            sandbox.drop_privileges(record["uid"], record["gid"])
+        else:
+            sandbox.drop_capabilities()
+        sandbox.no_new_privs()
+        seccomp = sandbox.install_seccomp()
+        os.chdir(root)
+        ready = {"ready": True, "uid": os.getuid(), "seccomp": seccomp, "pid": os.getpid(),
+                 "threads": thread_count()}
+        worker.write_all(proto_out, wire.encode({"ok": ready}))
+    except BaseException as exc:  # noqa: BLE001 - the jail is not closed: run nothing, say why
+        try:
+            worker.write_all(proto_out, wire.encode({"error": {
+                "type": "JailSetupError", "mro": ["JailSetupError"], "where": None,
+                "message": f"{type(exc).__name__}: {exc}"}}))
+        finally:
+            os._exit(72)
+    worker.run(root, proto_in, proto_out)
+    os._exit(0)
+
+
+def main():
+    mode, control_fd = sys.argv[1], int(sys.argv[2])
+    control = socket.socket(fileno=control_fd)
+    if mode == "process":
+        sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
+    sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 1)
+    import torch
+    torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
+    import numpy  # noqa: F401  (warm for learners who use it)
+    import wire  # noqa: F401
+    import worker  # noqa: F401
+    zygote = Zygote(mode, control)
+    control.sendall(json.dumps({"ok": {"ready": True, "mode": mode, "threads": thread_count(),
+                                       "uid": os.getuid(), "pid": os.getpid(),
+                                       "seccomp": sandbox.seccomp_supported()}}).encode())
+    try:
+        zygote.serve()
+    finally:
+        for jail in list(zygote.jails.values()):
+            zygote._kill(jail)
+            zygote._cleanup(jail)
+        if zygote.scratch:
+            import shutil
+            shutil.rmtree(zygote.scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Quiz exercises: a learner's answers.toml graded against the key, question by question.
+
+Answers are data: they are parsed by tomllib in the grader and compared by grader.answers (pure
+functions). Nothing of the learner's runs, so quizzes need no jail.
+"""
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+
+from pydantic import BaseModel, ConfigDict
+
+from grader.answers import check_answer, question_from_dict
+from grader.exercises import exercise_dir
+from grader.models import CheckResult, Exercise, Rule, Title
+from grader.variants import draw
+
+CHECK_FIELDS = {"rule", "day", "text", "points", "variant"}
+
+
+class QuizQuestion(BaseModel):
+    """One entry of key.toml: the check it is, its text, and the answer engine's fields."""
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    kind: str
+    rule: Rule = "quiz"
+    day: int
+    points: float = 1.0
+    text: Title
+    variant: str | None = None      # a generator in grader.variants: the key depends on the learner
+
+    def engine_fields(self) -> dict:
+        return {k: v for k, v in self.model_dump(by_alias=True).items() if k not in CHECK_FIELDS}
+
+
+class PosedQuestion(BaseModel):
+    """A question as one learner sees it: variant parameters filled in, its key computed."""
+    item: QuizQuestion
+    text_en: str
+    text_zh: str
+    question: object
+
+
+@cache
+def load_key(exercise_id: str) -> tuple[QuizQuestion, ...]:
+    with open(exercise_dir(exercise_id) / "key.toml", "rb") as f:
+        data = tomllib.load(f)
+    return tuple(QuizQuestion.model_validate(q) for q in data["questions"])
+
+
+def pose(exercise_id: str, student: str | None) -> list[PosedQuestion]:
+    """Every question of the quiz for this learner (no id: the default variant)."""
+    posed = []
+    for item in load_key(exercise_id):
+        fields, params = item.engine_fields(), {}
+        if item.variant:
+            params, key = draw(item.variant, student or "", exercise_id, item.id)
+            fields["answer"] = key
+        posed.append(PosedQuestion(item=item, text_en=item.text.en.format(**params),
+                                   text_zh=item.text.zh_TW.format(**params),
+                                   question=question_from_dict(fields)))
+    return posed
+
+
+def starter_text(exercise: Exercise, student: str | None) -> str:
+    lines = [f"# {exercise.title.en} / {exercise.title.zh_TW}",
+             "# Write each answer after its '='. Numbers may be 4194304, 4_194_304, \"4,194,304\", "
+             "\"ln(100)\", \"2/3\"; lists as [..]; choices as a letter.",
+             f"# learner: {student}" if student else "# the default variant (no --student given)",
+             "", "[answers]"]
+    for p in pose(exercise.id, student):
+        lines.append(f"# {p.text_en}")
+        lines.append(f"# {p.text_zh}")
+        options = getattr(p.question, "options", None)
+        if options:
+            lines += [f"#   {letter}) {text}" for letter, text in options.items()]
+        lines.append(f'{p.item.id} = ""')
+        lines.append("")
+    return "\n".join(lines)
+
+
+def grade_answers(exercise: Exercise, answers_file: dict, student: str | None
+                  ) -> tuple[list[CheckResult], list[str]]:
+    """(one check per question, warnings). Missing answers score zero; unknown ids are warnings."""
+    answers = answers_file.get("answers", {})
+    warnings: list[str] = []
+    if not isinstance(answers, dict):
+        answers = {}
+        warnings.append("answers.toml has no [answers] table")
+    posed = pose(exercise.id, student)
+    known = {p.item.id for p in posed}
+    unknown = sorted(set(answers) - known)
+    if unknown:
+        warnings.append(f"unknown question ids ignored: {', '.join(unknown)}")
+    missing = [p.item.id for p in posed if p.item.id not in answers or answers[p.item.id] == ""]
+    if missing:
+        warnings.append(f"no answer given for: {', '.join(missing)}")
+    checks = []
+    for p in posed:
+        raw = answers.get(p.item.id)
+        if raw is None or raw == "":
+            passed, message = False, "no answer given"
+        else:
+            result = check_answer(p.question, raw)
+            passed, message = result.passed, result.message
+        checks.append(CheckResult(id=p.item.id, passed=passed, points=p.item.points if passed else 0.0,
+                                  max_points=p.item.points, rule=p.item.rule, day=p.item.day,
+                                  title=p.text_en, message="" if passed else message))
+    return checks, warnings
