@@ -1,0 +1,420 @@
+"""Hidden tests for day49-data: the learner's data.py (make_xy, get_batch, lm_loss) against
+reference_model and the contract of SPEC.md (day 49, activity 1)."""
+import math
+from collections import Counter
+
+import numpy as np
+import torch
+
+import reference_model as ref
+from grader.testkit import (
+    COLLAPSE_MARGIN,
+    PROBE_BRANCHING,
+    LearnerError,
+    check,
+    expect_close,
+    expect_raises,
+    expect_shape,
+    fail,
+    markov_corpus,
+)
+
+FLATTEN_HINT = ("F.cross_entropy wants logits of shape (N, V) against targets of shape (N,); given "
+                "(B, T, V) logits it reads dim 1 (T) as the classes. Flatten batch and time into one "
+                "axis: F.cross_entropy(logits.view(-1, V), targets.view(-1)).")
+WINDOW_HINT = ("A window starting at i needs block_size + 1 tokens (x = data[i : i + block_size] and "
+               "one more for the last target), so the valid starts are 0 .. len(data) - block_size - 1. "
+               "torch.randint(len(data) - block_size, (batch_size,)) draws exactly those (its upper "
+               "bound is exclusive); a start of len(data) - block_size makes y run off the end.")
+
+
+def randn(*shape, seed=0, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale).to(torch.float32)
+
+
+def distinct_tokens(n: int, seed: int = 0) -> np.ndarray:
+    """n different token ids, so the first token of a row tells where its window starts."""
+    return np.random.default_rng(seed).permutation(5_000)[:n].astype(np.int64)
+
+
+def show(values, limit: int = 8) -> str:
+    values = values.tolist() if hasattr(values, "tolist") else list(values)
+    return str(values) if len(values) <= limit else f"[{', '.join(map(str, values[:limit]))}, ...]"
+
+
+def learner_call(call, what: str, hint: str = "", symptoms=("exception",)):
+    """Call into the jail; a learner exception on valid input fails the check with a hint."""
+    try:
+        return call()
+    except LearnerError as exc:
+        if exc.is_a("NotImplementedError"):
+            raise
+        where = f" at {exc.where}" if exc.where else ""
+        fail(f"{what} raised {exc.type_name}{where}: {exc.learner_message}. {hint}".strip(),
+             symptoms=list(symptoms))
+
+
+def xy_pair(result, what: str, shape) -> tuple[torch.Tensor, torch.Tensor]:
+    """The learner's (x, y): a pair of torch tensors of the given shape."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        fail(f"{what} returned a {type(result).__name__}; expected a pair (x, y) of tensors",
+             symptoms=["shape-mismatch"])
+    x, y = result
+    for name, t in (("x", x), ("y", y)):
+        if not isinstance(t, torch.Tensor):
+            fail(f"{what} returned {name} as a {type(t).__name__}; return torch tensors "
+                 "(torch.as_tensor(...) or torch.from_numpy(...)), which a model can take",
+                 symptoms=["shape-mismatch"])
+    return expect_shape(x, shape, f"{what}'s x"), expect_shape(y, shape, f"{what}'s y")
+
+
+def unshifted(what: str, x, shifted_y, fix: str, *, diagnose: bool, mutant: str | None = None):
+    message = (f"{what} returned y = {show(x)}, the same tokens as x. The target at position t "
+               f"must be the NEXT token, so y should be {show(shifted_y)}. With y = x a causal "
+               "model only has to copy its input: the training loss collapses toward 0 while it "
+               f"learns nothing about predicting the next token. {fix}")
+    diagnosis = [{"rule": "target-shift", "day": 49, "mutant": mutant,
+                  "message": "targets are not shifted by one (y = x): the loss collapses toward 0"}]
+    fail(message, symptoms=["loss-collapse"], diagnosis=diagnosis if diagnose else ())
+
+
+# -- make_xy (target-shift) ------------------------------------------------------------------------
+
+MAKE_XY_CASES = [   # (how the chunk is given, chunk)
+    ("a list", [502, 1204, 33, 991, 88]),                                  # the seed's example
+    ("a numpy int64 array", distinct_tokens(17, seed=1)),
+    ("a numpy int32 array", distinct_tokens(9, seed=2).astype(np.int32)),
+    ("an int64 tensor", torch.from_numpy(distinct_tokens(33, seed=3))),
+    ("an int64 tensor of 2 tokens", torch.tensor([7, 11])),                # L = 1
+]
+
+
+@check(points=3, rule="target-shift", day=49, title="make_xy: y is x shifted by one")
+def test_make_xy_shifts_targets_by_one(submission):
+    for label, chunk in MAKE_XY_CASES:
+        L = len(chunk) - 1
+        what = f"make_xy({show(chunk)}) (a chunk of {L + 1} tokens given as {label})"
+        result = learner_call(lambda: submission.data.make_xy(chunk), what,
+                              hint="make_xy must accept a list, a numpy array or a tensor "
+                                   "(torch.as_tensor(np.asarray(chunk)) handles all three).")
+        x, y = xy_pair(result, what, (L,))
+        want_x, want_y = ref.make_xy(chunk)
+        if torch.equal(y.long(), x.long()):
+            unshifted(what, y, want_y, "Use x = chunk[:-1], y = chunk[1:].",
+                      diagnose=True, mutant="unshifted-targets")
+        if not torch.equal(x.long(), want_x):
+            fail(f"{what} returned x = {show(x)}; x is every token but the last, chunk[:-1] = "
+                 f"{show(want_x)}", symptoms=["value-mismatch"])
+        if not torch.equal(y.long(), want_y):
+            fail(f"{what} returned y = {show(y)}; y[t] is the token after x[t], so y = chunk[1:] = "
+                 f"{show(want_y)}", symptoms=["value-mismatch"])
+        for name, t in (("x", x), ("y", y)):
+            if t.dtype != torch.int64:
+                fail(f"{what} returned {name} as {str(t.dtype).replace('torch.', '')}; token ids "
+                     "must be int64, which F.cross_entropy needs for its targets. Convert with "
+                     ".long() or .astype(np.int64).", got=str(t.dtype))
+
+
+@check(points=2, rule="target-shift", day=49, title="on a Markov corpus, y[t] is what follows x[t]")
+def test_make_xy_targets_follow_the_corpus(submission):
+    # Every token of this corpus has 4 equally likely successors: no next-token predictor can
+    # average below ln 4 nats, and the (x[t], y[t]) pairs of a correct make_xy are its bigrams.
+    L, n_chunks = 64, 40
+    corpus, floor = markov_corpus(64, PROBE_BRANCHING, n_chunks * (L + 1), seed=49)
+    bigrams = set(zip(corpus[:-1].tolist(), corpus[1:].tolist()))
+    pairs = []
+    for n in range(n_chunks):
+        chunk = corpus[n * (L + 1):(n + 1) * (L + 1)]
+        what = f"make_xy(chunk {n} of a Markov corpus)"
+        x, y = xy_pair(learner_call(lambda: submission.data.make_xy(chunk), what), what, (L,))
+        pairs += zip(x.tolist(), y.tolist())
+    entropy = conditional_entropy(pairs)
+    if entropy < floor - COLLAPSE_MARGIN:
+        copied = sum(a == b for a, b in pairs) / len(pairs)
+        fail(f"on a corpus where every token has {PROBE_BRANCHING} equally likely successors, no "
+             f"next-token predictor can average below ln {PROBE_BRANCHING} = {floor:.3f} nats. "
+             f"With your make_xy's pairs, y[t] given x[t] has an entropy of only {abs(entropy):.3f} "
+             f"nats ({copied:.0%} of the targets are x[t] itself): a model trained on them learns "
+             "to copy its input and its loss collapses below what the data allows, toward 0, while "
+             "it learns nothing about the next token. Shift the targets: y = chunk[1:].",
+             symptoms=["loss-collapse"], entropy=entropy, floor=floor)
+    wrong = [p for p in pairs if p not in bigrams]
+    if wrong:
+        fail(f"{len(wrong)} of the {len(pairs)} pairs (x[t], y[t]) from your make_xy never occur "
+             f"as consecutive tokens in the corpus (e.g. {wrong[0]}): y[t] must be the token right "
+             "after x[t]. Use x = chunk[:-1], y = chunk[1:].", symptoms=["value-mismatch"])
+
+
+def conditional_entropy(pairs) -> float:
+    """H(y | x) in nats of the empirical distribution of (x, y) pairs: the best loss any model
+    that sees x[t] can reach on them."""
+    joint, context = Counter(pairs), Counter(a for a, _ in pairs)
+    n = len(pairs)
+    return -sum(c / n * math.log(c / context[a]) for (a, _), c in joint.items())
+
+
+# -- get_batch (data-windows) ----------------------------------------------------------------------
+
+def call_get_batch(submission, data, batch_size: int, block_size: int, hint: str = WINDOW_HINT,
+                   **kwargs):
+    """The learner's get_batch on valid input; an exception fails with the hint that fits it."""
+    kind = "tensor" if isinstance(data, torch.Tensor) else "numpy array"
+    what = (f"get_batch(data = a {kind} of {len(data)} tokens, batch_size={batch_size}, "
+            f"block_size={block_size})")
+    try:
+        result = submission.data.get_batch(data, batch_size, block_size, **kwargs)
+    except LearnerError as exc:
+        if exc.is_a("NotImplementedError"):
+            raise
+        if exc.is_a("TypeError") and "generator" in kwargs:
+            hint = ("get_batch takes generator=None (a torch.Generator) and passes it on: "
+                    "torch.randint(..., generator=generator).")
+        elif exc.is_a("TypeError") and isinstance(data, torch.Tensor):
+            hint = ("get_batch must accept a tensor as well as a numpy array "
+                    "(torch.as_tensor(data) takes both).")
+        where = f" at {exc.where}" if exc.where else ""
+        fail(f"{what} raised {exc.type_name}{where}: {exc.learner_message}. {hint}",
+             symptoms=["exception"])
+    x, y = xy_pair(result, what, (batch_size, block_size))
+    return x, y, what
+
+
+def window_starts(x, y, data, block_size: int, what: str, diagnose: bool = False) -> list[int]:
+    """Where each row's window starts in `data` (distinct tokens), or a failure that says why not."""
+    tokens = torch.as_tensor(data).tolist()
+    N, T = len(tokens), block_size
+    position = {tok: i for i, tok in enumerate(tokens)}
+    starts = []
+    for r, (row_x, row_y) in enumerate(zip(x.tolist(), y.tolist())):
+        i = position.get(row_x[0])
+        if i is None or row_x != tokens[i:i + T]:
+            fail(f"row {r} of {what}'s x is {show(row_x)}, which is not a window of data: each row "
+                 "must be block_size consecutive tokens data[i : i + block_size] (tokens, not "
+                 "positions). A window that runs past the end of data (wrapped around or padded) "
+                 "is not one either.", symptoms=["value-mismatch"], row=r)
+        if row_y == row_x:
+            unshifted(f"{what} (row {r})", row_x, tokens[i + 1:i + 1 + T],
+                      "Use x = data[i : i + block_size], y = data[i + 1 : i + 1 + block_size].",
+                      diagnose=diagnose)
+        if i > N - T - 1:
+            fail(f"row {r} of {what} starts at i = {i}, but with len(data) = {N} and block_size = "
+                 f"{T} the last valid start is len(data) - block_size - 1 = {N - T - 1}: its last "
+                 f"target would be data[{i + T}], past the end, so y ran off the end of data "
+                 f"(y = {show(row_y)}). {WINDOW_HINT}", symptoms=["value-mismatch"], row=r, start=i)
+        if row_y != tokens[i + 1:i + 1 + T]:
+            fail(f"row {r} of {what}: x = data[{i}:{i + T}] but y = {show(row_y)}; y must be x "
+                 f"shifted by one, data[{i + 1}:{i + 1 + T}] = {show(tokens[i + 1:i + 1 + T])}.",
+                 symptoms=["value-mismatch"], row=r)
+        starts.append(i)
+    return starts
+
+
+def seed_jail(submission, seed: int):
+    """Seed the global torch and numpy generators in the jail, so that a grade can be reproduced
+    (a learner's get_batch without `generator` draws from them)."""
+    try:
+        submission.module("torch").manual_seed(seed)
+        submission.module("numpy").random.seed(seed)
+    except LearnerError:
+        pass            # nothing to seed: the draws stay random, and every bound below allows that
+
+
+def jail_generator(submission, seed: int):
+    """A seeded torch.Generator that lives in the jail (a generator cannot cross the wire as data;
+    a handle to one can, and arrives at the learner's code as the generator itself)."""
+    try:
+        return submission.module("torch").Generator().manual_seed(seed)
+    except LearnerError as exc:
+        fail(f"could not make a torch.Generator in your submission's process ({exc}); does your "
+             "code replace parts of torch?", symptoms=["exception"])
+
+
+@check(points=2, rule="data-windows", day=49, title="get_batch returns int64 x and y")
+def test_get_batch_returns_int64(submission):
+    # int64, not int32: F.cross_entropy rejects int32 targets ("expected target dtype to be Long").
+    # The dtype is get_batch's output contract (rule data-windows); the shift itself may be right.
+    seed_jail(submission, 149)
+    tokens = distinct_tokens(120, seed=4)
+    for label, data in [("a numpy int64 array", tokens),
+                        ("a numpy int32 array", tokens.astype(np.int32)),
+                        ("an int64 tensor", torch.from_numpy(tokens)),
+                        ("an int32 tensor", torch.from_numpy(tokens).int())]:
+        x, y, what = call_get_batch(submission, data, 4, 8)
+        for name, t in (("x", x), ("y", y)):
+            if t.dtype != torch.int64:
+                fail(f"{what} with data given as {label} returned {name} as "
+                     f"{str(t.dtype).replace('torch.', '')}; x and y must be int64. F.cross_entropy "
+                     "rejects int32 targets (\"expected target dtype to be Long\"), so training "
+                     "would crash at the loss. Convert the windows with .astype(np.int64) or "
+                     ".long(), whatever dtype data has.", got=str(t.dtype), data=label)
+
+
+@check(points=3, rule="data-windows", day=49, title="every row is a window of data, y shifted by one")
+def test_get_batch_rows_are_shifted_windows(submission):
+    seed_jail(submission, 49)
+    tokens = distinct_tokens(300, seed=5)
+    for data, batch_size, block_size, kwargs in [
+        (tokens, 32, 16, {}),                                   # numpy array
+        (torch.from_numpy(tokens), 32, 16, {"device": "cpu"}),  # tensor, device given
+        (tokens[:50], 8, 1, {}),                                # block_size = 1
+        (torch.from_numpy(tokens[:40]), 64, 30, {}),            # few starts, long windows
+    ]:
+        x, y, what = call_get_batch(submission, data, batch_size, block_size, **kwargs)
+        window_starts(x, y, data, block_size, what, diagnose=True)
+
+
+def draw_starts(submission, data, block_size: int, batch_size: int, calls: int, hint=WINDOW_HINT):
+    counts = Counter()
+    for _ in range(calls):
+        x, y, what = call_get_batch(submission, data, batch_size, block_size, hint=hint)
+        starts = window_starts(x, y, data, block_size, what)
+        if len(data) - block_size > 1 and batch_size >= 8 and len(set(starts)) == 1:
+            fail(f"all {batch_size} rows of {what} start at the same position {starts[0]}: each row "
+                 "is its own random window. Draw one start per row: torch.randint(len(data) - "
+                 "block_size, (batch_size,)).", symptoms=["value-mismatch"])
+        counts.update(starts)
+    return counts
+
+
+def expect_every_start(counts: Counter, n_starts: int, block_size: int, draws: int):
+    missing = [i for i in range(n_starts) if counts[i] == 0]
+    if missing == [n_starts - 1]:
+        fail(f"with len(data) = {n_starts + block_size} and block_size = {block_size} there are "
+             f"{n_starts} valid starts, 0 .. {n_starts - 1}, but the last one, {n_starts - 1}, never "
+             f"came up in {draws} draws (each should come up about {draws // n_starts} times). "
+             "torch.randint(high, ...) already excludes high, so torch.randint(len(data) - "
+             "block_size, ...) yields every valid start, the last included; subtracting one more "
+             "drops the last window of the data from training.", symptoms=["value-mismatch"],
+             missing=missing)
+    if missing:
+        fail(f"starts {show(missing)} never came up in {draws} draws over the {n_starts} valid "
+             f"starts 0 .. {n_starts - 1} (each should come up about {draws // n_starts} times). "
+             "Draw every row's start independently and uniformly: torch.randint(len(data) - "
+             "block_size, (batch_size,)).", symptoms=["value-mismatch"], missing=missing)
+
+
+@check(points=3, rule="data-windows", day=49, title="every valid start is drawn, the last one too, uniformly")
+def test_get_batch_draws_every_start_uniformly(submission):
+    seed_jail(submission, 1049)
+    # Exactly one window: len(data) = block_size + 1 is enough, and its only start is 0.
+    data = distinct_tokens(9, seed=6)
+    draw_starts(submission, data, 8, 8, 1, hint=(
+        "With len(data) = block_size + 1 there is exactly one window, at start 0, and "
+        "torch.randint(len(data) - block_size, ...) = torch.randint(1, ...) always picks it. "
+        "torch.randint(0, ...) (an extra - 1) raises; torch.randint(2, ...) (an extra + 1) also "
+        "picks start 1, whose y runs off the end of data."))
+    # Three windows: all three must come up, the last included.
+    data = torch.from_numpy(distinct_tokens(8, seed=7))
+    expect_every_start(draw_starts(submission, data, 5, 64, 4), 3, 5, 256)
+    # Twenty windows, 4000 draws: every start, and counts a uniform sampler could give.
+    n_starts, block_size, draws = 20, 4, 4000
+    counts = draw_starts(submission, distinct_tokens(n_starts + block_size, seed=8), block_size,
+                         draws // 4, 4)
+    expect_every_start(counts, n_starts, block_size, draws)
+    expected = draws / n_starts
+    chi2 = sum((counts[i] - expected) ** 2 / expected for i in range(n_starts))
+    dof = n_starts - 1
+    bound = dof + 10 * math.sqrt(2 * dof)    # a uniform sampler exceeds this about once in 10^9
+    if chi2 > bound:
+        fail(f"the window starts are far from uniform: counts {[counts[i] for i in range(n_starts)]} "
+             f"over {draws} draws, about {expected:.0f} each expected (chi-square {chi2:.0f} with "
+             f"{dof} degrees of freedom; a uniform sampler stays below {bound:.0f}). Every valid "
+             "start must be equally likely: draw each row's start independently with "
+             "torch.randint(len(data) - block_size, (batch_size,)).",
+             symptoms=["value-mismatch"], chi2=chi2, bound=bound)
+
+
+@check(points=1, rule="data-windows", day=49, title="the same seeded generator gives the same batch")
+def test_get_batch_uses_the_generator(submission):
+    data = distinct_tokens(200, seed=9)
+    seed_jail(submission, 249)       # only for a learner who ignores the generator
+    batches = []
+    for seed in (1234, 1234, 4321):
+        x, y, what = call_get_batch(submission, data, 16, 8, generator=jail_generator(submission, seed))
+        window_starts(x, y, data, 8, what)
+        batches.append((x, y))
+    (x1, y1), (x2, y2), (x3, _) = batches
+    if not (torch.equal(x1, x2) and torch.equal(y1, y2)):
+        fail("two calls of get_batch, each with a fresh torch.Generator().manual_seed(1234), gave "
+             "different batches: the random starts do not come from `generator`. Pass it on: "
+             "torch.randint(len(data) - block_size, (batch_size,), generator=generator).",
+             symptoms=["value-mismatch"])
+    if torch.equal(x1, x3):
+        fail("generators seeded 1234 and 4321 gave the same batch: the random starts do not come "
+             "from `generator` (is the global seed reset inside get_batch?). Pass it on: "
+             "torch.randint(..., generator=generator).", symptoms=["value-mismatch"])
+
+
+@check(points=1, rule="data-windows", day=49, title="data too short for one window is a ValueError")
+def test_get_batch_rejects_data_shorter_than_a_window(submission):
+    for n_tokens, block_size in [(8, 8), (3, 8), (0, 4)]:
+        data = np.arange(n_tokens, dtype=np.int64)
+        exc = expect_raises(lambda: submission.data.get_batch(data, 4, block_size), "ValueError",
+                            f"get_batch(data of {n_tokens} tokens, batch_size=4, block_size={block_size})",
+                            hint="One window needs block_size + 1 tokens (block_size inputs and one "
+                                 "more target), so len(data) < block_size + 1 leaves no valid start: "
+                                 "check for it and raise ValueError naming the argument.")
+        if "data" not in exc.learner_message and "block_size" not in exc.learner_message:
+            fail("the ValueError should name the argument that is wrong (data or block_size), got: "
+                 f"{exc.learner_message!r}")
+
+
+# -- lm_loss (loss-flattening) ---------------------------------------------------------------------
+
+LOSS_SHAPES = [(2, 5, 7), (1, 1, 3), (1, 6, 11), (4, 1, 5), (3, 4, 50), (2, 6, 6)]   # (B, T, V)
+
+
+def call_lm_loss(submission, logits, targets, what):
+    got = learner_call(lambda: submission.data.lm_loss(logits, targets), what, hint=FLATTEN_HINT,
+                       symptoms=["shape-mismatch"])
+    if not isinstance(got, torch.Tensor):
+        fail(f"{what} returned a {type(got).__name__}; return the loss as a 0-dim tensor (not "
+             ".item()), so that training can call loss.backward() on it.",
+             symptoms=["shape-mismatch"])
+    if isinstance(got, torch.Tensor) and got.dim() != 0:
+        fail(f"{what} returned shape {tuple(got.shape)}; expected one number, a 0-dim tensor: the "
+             "mean cross-entropy over all B*T positions (reduction='mean', the default).",
+             symptoms=["shape-mismatch"], got=list(got.shape))
+    return expect_shape(got, (), what)
+
+
+@check(points=3, rule="loss-flattening", day=49, title="lm_loss is cross-entropy over (B*T, V) vs (B*T,)")
+def test_lm_loss_matches_flattened_cross_entropy(submission):
+    for seed, (B, T, V) in enumerate(LOSS_SHAPES):
+        logits = randn(B, T, V, seed=seed, scale=2.0)
+        targets = torch.randint(V, (B, T), generator=torch.Generator().manual_seed(100 + seed))
+        what = f"lm_loss(logits of shape {(B, T, V)}, targets of shape {(B, T)})"
+        got = call_lm_loss(submission, logits, targets, what)
+        expected = ref.lm_loss(logits.double(), targets)
+        hint = FLATTEN_HINT
+        if B * T > 1 and abs(float(got) / float(expected) - B * T) < 1e-3 * B * T:
+            hint = (f"Yours is B*T = {B * T} times the mean: the losses were summed. Average over "
+                    "all B*T positions: reduction='mean', F.cross_entropy's default.")
+        expect_close(got, expected, what, reduction=B * T * V, hint=hint)
+
+
+@check(points=2, rule="loss-flattening", day=49, title="lm_loss averages over every position")
+def test_lm_loss_is_a_mean(submission):
+    B, T, V = 4, 8, 100
+    logits = torch.zeros(B, T, V)         # every token equally likely: the loss is ln(V) everywhere
+    targets = torch.randint(V, (B, T), generator=torch.Generator().manual_seed(7))
+    what = f"lm_loss(all-zero logits of shape {(B, T, V)}, targets {(B, T)})"
+    got = float(call_lm_loss(submission, logits, targets, what))
+    ln_v = math.log(V)
+    if not abs(got - ln_v) <= 1e-4:
+        ratio = got / ln_v
+        why = ""
+        for factor, meaning in ((B * T, "B*T: the losses of all positions were summed instead of "
+                                        "averaged. Use reduction='mean' (the default)"),
+                                (T, "T: each sequence's losses were summed, then averaged over the "
+                                    "batch. Average over all B*T positions"),
+                                (B, "B: the losses were summed over the batch. Average over all B*T "
+                                    "positions")):
+            if abs(ratio - factor) < 0.01 * factor:
+                why = f" That is {factor} = {meaning}."
+                break
+        fail(f"{what} returned {got:.4f}; with all-zero logits every token is equally likely, so "
+             f"the mean cross-entropy is ln(V) = ln {V} = {ln_v:.4f}, the first loss to expect "
+             f"before training. Yours is {ratio:.3g} x ln(V).{why}",
+             symptoms=["first-loss-off"], got=got, expected=ln_v)
