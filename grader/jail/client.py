@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
+import select
 import signal
 import tempfile
 import time
@@ -125,6 +125,10 @@ class Jail:
             os.close(to_jail_r)
             os.close(from_jail_w)
         os.set_blocking(self._to_jail, False)
+        self._inbox = bytearray()
+        self._poll_in, self._poll_out = select.poll(), select.poll()
+        self._poll_in.register(self._from_jail, select.POLLIN)
+        self._poll_out.register(self._to_jail, select.POLLOUT)
         setup = {"files": {name: _bytes_tensor(data) for name, data in files.items()}}
         timeout = min(limits.call_seconds, 30.0)
         self._send(wire.encode(setup), timeout)
@@ -156,27 +160,25 @@ class Jail:
     def _send(self, frame: bytes, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         view = memoryview(frame)
-        with selectors.DefaultSelector() as sel:
-            sel.register(self._to_jail, selectors.EVENT_WRITE)
-            while view:
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
-                    self.kill()
-                    raise JailTimeout(f"the jail did not read its input within {timeout:.0f} s")
-                try:
-                    view = view[os.write(self._to_jail, view):]
-                except BlockingIOError:
-                    continue
-                except (BrokenPipeError, OSError):
-                    raise self._death() from None
+        while view:
+            try:
+                view = view[os.write(self._to_jail, view):]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError:                      # EPIPE: the jail is gone
+                raise self._death() from None
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._poll_out.poll(left * 1000):
+                self.kill()
+                raise JailTimeout(f"the jail did not read its input within {timeout:.0f} s")
 
     def _receive(self, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
         try:
             header_len, blob_len = wire.decode_lengths(self._read(16, deadline, timeout))
-            header = self._read(header_len, deadline, timeout)
-            blob = self._read(blob_len, deadline, timeout)
-            reply = wire.decode(header, blob)
+            body = self._read(header_len + blob_len, deadline, timeout)
+            reply = wire.decode(body[:header_len], body[header_len:])
             if not isinstance(reply, dict) or not ({"ok", "error"} & set(reply)):
                 raise wire.WireError("a reply that is neither ok nor error")
             if "error" in reply and not isinstance(reply["error"], dict):
@@ -188,20 +190,20 @@ class Jail:
             raise JailCrash(f"the jail broke the protocol ({type(exc).__name__}: {str(exc)[:200]})") from None
 
     def _read(self, n: int, deadline: float, timeout: float) -> bytes:
-        chunks, got = [], 0
-        with selectors.DefaultSelector() as sel:
-            sel.register(self._from_jail, selectors.EVENT_READ)
-            while got < n:
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
-                    self.kill()
-                    raise JailTimeout(f"no answer within {timeout:.0f} s")
-                chunk = os.read(self._from_jail, min(n - got, 1 << 20))
-                if not chunk:
-                    raise self._death()
-                chunks.append(chunk)
-                got += len(chunk)
-        return b"".join(chunks)
+        """n bytes from the jail; what it sent beyond them stays buffered for the next frame."""
+        buf = self._inbox
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._poll_in.poll(left * 1000):
+                self.kill()
+                raise JailTimeout(f"no answer within {timeout:.0f} s")
+            chunk = os.read(self._from_jail, max(n - len(buf), 1 << 16))
+            if not chunk:
+                raise self._death()
+            buf += chunk
+        data = bytes(buf[:n])
+        del buf[:n]
+        return data
 
     # -- the end of a jail ----------------------------------------------------------------------------
     def _death(self) -> JailError:
@@ -245,11 +247,14 @@ class Jail:
         """What the learner's code printed, capped."""
         return read_output(self.output_file, self.limits.max_output_bytes)
 
-    def kill(self) -> None:
-        """Kill the jail's PID 1, and with it every process of the jail; wait until they are gone."""
+    def kill(self, wait: bool = False) -> None:
+        """SIGKILL the jail's PID 1, and with it every process of its PID namespace.
+
+        The kill is done when this returns: no process of the jail runs learner code again. With
+        wait=False the zygote reaps them while the grader goes on (`launcher.collect()` waits)."""
         if self.ended is None:
             try:
-                self.ended = self.zygote.kill(self.id) or {"exit": None}
+                self.ended = self.zygote.kill(self.id, wait=wait) or {"signal": signal.SIGKILL}
             except launcher.ZygoteError as exc:
                 self.ended = {"error": str(exc)}
             self.ended.setdefault("killed", True)

@@ -97,11 +97,17 @@ class PidNamespaces:
 
 # -- the jail's file system (inside bubblewrap's read-only root) -------------------------------------
 
-def private_mounts(tmp_bytes: int):
-    """Run as PID 1 of a new PID namespace, as root: its own mounts, network, IPC and host name."""
+def private_namespaces():
+    """Run as PID 1 of a new PID namespace, as root: its own mounts, network, IPC and host name,
+    and a /proc that shows only this jail's processes."""
     unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    sethostname("jail")
+
+
+def private_mounts(tmp_bytes: int):
+    """Fresh, size-bounded tmpfs for /tmp, /dev/shm and the submission's own folder."""
     kib = max(tmp_bytes // 1024, 64)
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
           f"size={kib}k,nr_inodes=4096,mode=1777")
@@ -110,7 +116,6 @@ def private_mounts(tmp_bytes: int):
               "size=16m,nr_inodes=256,mode=1777")
     mount("tmpfs", "/submission", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
           "size=16m,nr_inodes=256,mode=755")
-    sethostname("jail")
 
 
 def seal_submission():

@@ -48,6 +48,15 @@ def encode(value, to_handle=None) -> bytes:
     def enc(v, depth):
         if depth > MAX_DEPTH:
             raise WireError("value nested too deeply")
+        t = type(v)
+        if t is str and len(v) <= MAX_STRING or t is bool or v is None:     # the common cases first
+            return v
+        if t is int and -2**63 <= v < 2**63:
+            return v
+        if t is float and math.isfinite(v):
+            return v
+        if t is list:
+            return [enc(x, depth + 1) for x in v]
         if v is None or isinstance(v, (bool, str)):
             if isinstance(v, str) and len(v) > MAX_STRING:
                 v = v[:MAX_STRING] + " [cut]"

@@ -46,7 +46,8 @@ class Zygote:
         self.mode = mode
         self.control = control
         self.jails: dict[int, dict] = {}
-        self.strays: dict[int, int] = {}          # process mode: reaped children that were no jail
+        self.dying: dict[int, dict] = {}          # killed, not yet reaped: pid -> record
+        self.spare: dict | None = None            # a jail forked ahead, waiting for its submission
         self.is_root = os.geteuid() == 0
         self.pidns = sandbox.PidNamespaces() if mode == "bubblewrap" else None
         self.scratch = None
@@ -58,12 +59,15 @@ class Zygote:
     # -- control loop -------------------------------------------------------------------------------
     def serve(self):
         while True:
+            if self.spare is None:
+                self._make_spare()         # after the reply: the fork overlaps the grader's work
             try:
                 data, fds, _flags, _addr = socket.recv_fds(self.control, MAX_CONTROL, 8)
             except InterruptedError:
                 continue
             if not data:
                 return
+            self._collect(block=False)
             try:
                 msg = json.loads(data)
                 result = getattr(self, "op_" + msg["op"])(msg, fds)
@@ -79,7 +83,39 @@ class Zygote:
             self.control.sendall(json.dumps(reply).encode())
 
     def op_ping(self, msg, fds):
-        return {"threads": thread_count()}
+        return {"threads": thread_count(), "jails": len(self.jails), "dying": len(self.dying)}
+
+    def op_collect(self, msg, fds):
+        """Wait until every killed jail has been reaped: after this, none of their processes exist."""
+        n = len(self.dying)
+        self._collect(block=True)
+        return n
+
+    def _make_spare(self):
+        zside, jside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        if self.pidns is not None:
+            self.pidns.arm()
+        try:
+            pid = os.fork()
+        except BaseException:
+            zside.close()
+            jside.close()
+            if self.pidns is not None:
+                self.pidns.disarm()
+            raise
+        if pid == 0:
+            code = 70
+            try:
+                zside.close()
+                spare_child(self, jside)
+            except BaseException:  # noqa: BLE001 - never return into the zygote's loop
+                code = 71
+            finally:
+                os._exit(code)
+        if self.pidns is not None:
+            self.pidns.disarm()
+        jside.close()
+        self.spare = {"pid": pid, "sock": zside}
 
     def op_spawn(self, msg, fds):
         if len(fds) != 3:
@@ -88,35 +124,32 @@ class Zygote:
         record = {"uid": int(msg["uid"]), "gid": int(msg["gid"]), "killed": False}
         if self.mode == "process":
             record["dir"] = self._process_dir(jail_id, record)
-        if self.pidns is not None:
-            self.pidns.arm()
-        try:
-            pid = os.fork()
-        except BaseException:
-            if self.pidns is not None:
-                self.pidns.disarm()
-            raise
-        if pid != 0 and self.pidns is not None:
-            self.pidns.disarm()
-        if pid == 0:
-            code = 70
+        assignment = json.dumps({**msg, "dir": record.get("dir")}).encode()
+        for attempt in range(2):
+            if self.spare is None:
+                self._make_spare()
+            spare, self.spare = self.spare, None
             try:
-                jail_child(self, msg, fds, record)
-            except BaseException:  # noqa: BLE001 - never return into the zygote's loop
-                code = 71
+                socket.send_fds(spare["sock"], [assignment], list(fds))
+                break
+            except OSError:
+                if attempt:
+                    raise
+                self._kill({**spare, "killed": False}, wait=True)
             finally:
-                os._exit(code)
-        record["pid"] = pid
+                spare["sock"].close()
+        record["pid"] = spare["pid"]
         record["started"] = time.monotonic()
         self.jails[jail_id] = record
-        return {"pid": pid}
+        return {"pid": spare["pid"]}
 
     def op_kill(self, msg, fds):
         jail = self.jails.pop(int(msg["id"]), None)
         if jail is None:
             return None
-        status = self._kill(jail)
-        self._cleanup(jail)
+        status = self._kill(jail, wait=bool(msg.get("wait", True)))
+        if status is not None:
+            self._cleanup(jail)
         return status
 
     def op_reap(self, msg, fds):
@@ -131,7 +164,7 @@ class Zygote:
             if status is not None:
                 break
             if time.monotonic() >= deadline:
-                status = dict(self._kill(jail), alive=True)
+                status = dict(self._kill(jail, wait=True), alive=True)
                 break
             time.sleep(0.005)
         self.jails.pop(jail_id, None)
@@ -164,7 +197,11 @@ class Zygote:
         jail["status"] = result
         return result
 
-    def _kill(self, jail):
+    def _kill(self, jail, wait: bool = True):
+        """SIGKILL the jail's PID 1: the kernel then kills every process of its namespace.
+
+        With wait=False the zygote reaps it later (before its next answer, or on `collect`): the
+        jail can no longer run, and its teardown overlaps the grader's next piece of work."""
         status = self._wait(jail, block=False)
         if status is not None:
             if self.mode == "process":
@@ -172,12 +209,21 @@ class Zygote:
             return status
         jail["killed"] = True
         try:
-            os.kill(jail["pid"], signal.SIGKILL)   # PID 1 of its namespace: the kernel kills the rest
+            os.kill(jail["pid"], signal.SIGKILL)
         except ProcessLookupError:
             pass
         if self.mode == "process":
             self._sweep(jail)
+        elif not wait:
+            self.dying[jail["pid"]] = jail
+            return None
         return self._wait(jail, block=True)
+
+    def _collect(self, block: bool):
+        for pid, jail in list(self.dying.items()):
+            if self._wait(jail, block=block) is not None:
+                del self.dying[pid]
+                self._cleanup(jail)
 
     def _sweep(self, jail):
         """Process mode only: without a PID namespace, kill the jail's group and everything of its uid."""
@@ -198,7 +244,10 @@ class Zygote:
             time.sleep(0.01)
 
     def _reap_strays(self):
-        known = {j["pid"] for j in self.jails.values()}
+        """Process mode: orphans of a jail are re-parented to the zygote (a subreaper); reap them."""
+        known = {j["pid"]: j for j in self.jails.values()}
+        if self.spare is not None:
+            known[self.spare["pid"]] = None
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -206,17 +255,13 @@ class Zygote:
                 return
             if pid == 0:
                 return
-            if pid not in known:
-                self.strays[pid] = status
-            else:
-                for j in self.jails.values():
-                    if j["pid"] == pid:
-                        usage_less = {"cpu": 0.0, "killed": j["killed"]}
-                        if os.WIFSIGNALED(status):
-                            usage_less["signal"] = os.WTERMSIG(status)
-                        else:
-                            usage_less["exit"] = os.WEXITSTATUS(status)
-                        j["status"] = usage_less
+            jail = known.get(pid)
+            if jail is not None:
+                jail["status"] = {"cpu": 0.0, "killed": jail["killed"],
+                                  **({"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status)
+                                     else {"exit": os.WEXITSTATUS(status)})}
+            elif pid in known:
+                self.spare = None
 
     def _process_dir(self, jail_id, record):
         base = os.path.join(self.scratch, f"jail-{jail_id}")
@@ -231,6 +276,19 @@ class Zygote:
         if jail.get("dir"):
             import shutil
             shutil.rmtree(jail["dir"], ignore_errors=True)
+
+    def shutdown(self):
+        if self.spare is not None:
+            self.spare["sock"].close()
+            self._kill({**self.spare, "killed": False}, wait=True)
+            self.spare = None
+        for jail in list(self.jails.values()):
+            self._kill(jail, wait=True)
+            self._cleanup(jail)
+        self._collect(block=True)
+        if self.scratch:
+            import shutil
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def processes_of_uid(uid: int) -> list[int]:
@@ -248,25 +306,43 @@ def processes_of_uid(uid: int) -> list[int]:
 
 # -- the jail's first process ---------------------------------------------------------------------------
 
-def jail_child(zygote: Zygote, msg: dict, fds: list, record: dict):
-    """Runs in the fork: close the jail, then serve the grader with learner code loaded."""
-    import wire
-    import worker
-    proto_in, proto_out, output = fds
+def spare_child(zygote: Zygote, sock: socket.socket):
+    """A jail forked ahead of need: its own namespaces now, its submission when one is assigned."""
     zygote.control.close()
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)     # an oversized write fails with EFBIG instead
+    problem = None
+    try:
+        if zygote.mode == "bubblewrap":
+            sandbox.private_namespaces()
+    except BaseException as exc:  # noqa: BLE001 - reported to the grader once a submission comes
+        problem = exc
+    data, fds, _flags, _addr = socket.recv_fds(sock, MAX_CONTROL, 8)
+    if not data:
+        os._exit(0)
+    sock.close()
+    msg = json.loads(data)
+    jail_child(zygote, msg, fds, problem)
+
+
+def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
+    """Close the jail around this process, then serve the grader with the learner's code loaded."""
+    import wire
+    import worker
+    proto_in, proto_out, output = fds
     limits = msg["limits"]
     try:
+        if problem is not None:
+            raise problem
         if zygote.mode == "bubblewrap":
             sandbox.private_mounts(int(limits["tmp_mb"]) * 1024 * 1024)
             root, tmp = SUBMISSION, "/tmp"
         else:
             os.setsid()
             sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
-            root, tmp = os.path.join(record["dir"], "submission"), os.path.join(record["dir"], "tmp")
+            root, tmp = os.path.join(msg["dir"], "submission"), os.path.join(msg["dir"], "tmp")
         header_len, blob_len = wire.decode_lengths(worker.read_exact(proto_in, 16))
         setup = wire.decode(worker.read_exact(proto_in, header_len), worker.read_exact(proto_in, blob_len))
         files = {name: bytes(t.numpy().tobytes()) for name, t in setup["files"].items()}
@@ -286,10 +362,9 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, record: dict):
                            "OPENBLAS_NUM_THREADS": "1"})
         import tempfile
         tempfile.tempdir = tmp
-        dedicated_uid = zygote.is_root
-        sandbox.apply_limits(limits, set_nproc=dedicated_uid)
+        sandbox.apply_limits(limits, set_nproc=zygote.is_root)     # a uid of its own when root
         if zygote.is_root:
-            sandbox.drop_privileges(record["uid"], record["gid"])
+            sandbox.drop_privileges(int(msg["uid"]), int(msg["gid"]))
         else:
             sandbox.drop_capabilities()
         sandbox.no_new_privs()
@@ -309,31 +384,89 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, record: dict):
     os._exit(0)
 
 
+def warm_up(torch, full: bool):
+    """Run, once and on one thread, the kinds of op graded code runs, so that each jail inherits
+    torch's lazily initialised kernels instead of paying for them again after every fork.
+
+    `full` also builds an optimizer and trains two steps: the first optimizer imports
+    torch._dynamo (about 1.7 s of CPU), which a jail running the training probe would otherwise
+    pay again; a one-off `grader grade` of an exercise without training skips it."""
+    import wire
+    import torch.nn as nn
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        x = torch.randn(2, 2, 5, 8).to(dtype)
+        scores = x @ x.transpose(-2, -1) / 3.0
+        blocked = torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1)
+        scores = scores.masked_fill(blocked, float("-inf"))
+        top = scores.amax(dim=-1, keepdim=True)
+        top = torch.where(torch.isneginf(top), torch.zeros_like(top), top)
+        e = torch.exp(scores - top)
+        total = e.sum(dim=-1, keepdim=True)
+        y = (e / torch.where(total == 0, torch.ones_like(total), total)) @ x
+        torch.softmax(scores.float(), dim=-1)
+        y.transpose(1, 2).reshape(2, 5, 16).contiguous()
+        torch.allclose(y.double(), y.double())
+        wire.decode(*_split(wire.encode({"y": y, "n": [1, 2.5, "s"]})))
+    model = nn.Sequential(nn.Embedding(16, 8), nn.LayerNorm(8), nn.Linear(8, 32), nn.GELU(),
+                          nn.Dropout(0.1), nn.Linear(32, 16))
+    with torch.no_grad():
+        nn.Linear(64, 64).weight.copy_(torch.zeros(64, 64))
+    model(torch.randint(16, (2, 6)))
+    if not full:
+        torch.manual_seed(0)
+        return
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    tokens = torch.randint(16, (2, 6))
+    for _ in range(2):
+        loss = F.cross_entropy(model(tokens).reshape(-1, 16), tokens.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    torch.manual_seed(0)
+
+
+def _split(frame):
+    header_len, blob_len = wire_lengths(frame)
+    return frame[16:16 + header_len], frame[16 + header_len:16 + header_len + blob_len]
+
+
+def wire_lengths(frame):
+    import wire
+    return wire.decode_lengths(frame[:16])
+
+
 def main():
     mode, control_fd = sys.argv[1], int(sys.argv[2])
+    full_warm_up = (sys.argv[3] if len(sys.argv) > 3 else "full") == "full"
     control = socket.socket(fileno=control_fd)
     if mode == "process":
         sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
     sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 1)
+    t0 = time.monotonic()
     import torch
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     import numpy  # noqa: F401  (warm for learners who use it)
     import wire  # noqa: F401
     import worker  # noqa: F401
+    t1 = time.monotonic()
+    warm_up(torch, full_warm_up)
+    t2 = time.monotonic()
+    import gc
+    gc.collect()
+    gc.freeze()        # the collector of a jail then never walks (and so never copies) these pages
     zygote = Zygote(mode, control)
     control.sendall(json.dumps({"ok": {"ready": True, "mode": mode, "threads": thread_count(),
                                        "uid": os.getuid(), "pid": os.getpid(),
-                                       "seccomp": sandbox.seccomp_supported()}}).encode())
+                                       "seccomp": sandbox.seccomp_supported(),
+                                       "import_s": round(t1 - t0, 3), "warm_up_s": round(t2 - t1, 3),
+                                       "cpu_s": round(time.process_time(), 3)}}).encode())
     try:
         zygote.serve()
     finally:
-        for jail in list(zygote.jails.values()):
-            zygote._kill(jail)
-            zygote._cleanup(jail)
-        if zygote.scratch:
-            import shutil
-            shutil.rmtree(zygote.scratch, ignore_errors=True)
+        zygote.shutdown()
 
 
 if __name__ == "__main__":

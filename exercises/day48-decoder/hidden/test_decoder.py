@@ -1,0 +1,752 @@
+"""Hidden tests for day48-decoder: the learner's norms.py, positions.py, attention.py and gpt.py
+against reference_model.
+
+Weights are the grader's: each test builds a reference module, gives it random weights, loads the
+same weights into the learner's module by SPEC's attribute names, and compares outputs on inputs
+the learner never sees. When an output disagrees, the known bugs of that rule are recomputed here
+on the same input; one that matches is named in the report.
+"""
+import math
+import re
+
+import torch
+import torch.nn.functional as F
+
+import reference_model as ref
+from grader.testkit import (
+    CheckFailure,
+    LearnerError,
+    as_tensor,
+    check,
+    expect_close,
+    expect_raises,
+    expect_shape,
+    fail,
+    is_close,
+    judge_training,
+    tolerance,
+    training_probe,
+)
+
+# Curriculum days of the rules this exercise grades (seeds: day 46 normalisation and Pre-LN
+# residuals, day 47 the FFN and the block's parameter ledger, day 48 positions, tying, full GPT).
+NORM_DAY, FFN_DAY, POSITIONS_DAY, GPT_DAY = 46, 47, 48, 48
+
+PRE_LN = "x = x + attn(ln_1(x)); x = x + mlp(ln_2(x))"
+
+# The seed's toy GPT (day 49 review): 28,608 parameters with the head tied, 3,200 more untied.
+TOY = dict(vocab_size=100, block_size=16, d_model=32, n_layer=2, n_head=4)
+TOY_TIED, TOY_UNTIED = 28_608, 31_808
+
+
+# -- arrange ---------------------------------------------------------------------------------------
+
+def randn(*shape, seed=0, scale=1.0, shift=0.0, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale + shift).to(dtype)
+
+
+def tokens(B, T, vocab_size, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(vocab_size, (B, T), generator=g)
+
+
+def randomize(module, seed):
+    """Random weights of a realistic size, so that every part of the computation shows in the output.
+
+    Norm gains near 1, biases near 0, matrices with unit-variance outputs, embeddings N(0, 1).
+    A tied matrix is visited once (named_parameters skips the duplicate) and gets the embedding scale.
+    """
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            r = torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.dtype)
+            if name.endswith("bias"):
+                p.copy_(0.2 * r)
+            elif p.dim() == 1:
+                p.copy_(1.0 + 0.2 * r)
+            elif name.startswith(("wte.", "wpe.")):
+                p.copy_(r)
+            else:
+                p.copy_(r / math.sqrt(p.shape[1]))
+    return module
+
+
+def pair(submission, reference, learner, seed):
+    """Random weights in `reference`, the same weights loaded into the learner's module."""
+    randomize(reference, seed)
+    submission.load(learner, reference.state_dict())
+    return reference, learner
+
+
+def gpt_pair(submission, cfg: dict, seed: int):
+    reference = ref.GPT(ref.GPTConfig(**cfg))
+    learner = submission.gpt.GPT(submission.gpt.GPTConfig(**cfg))
+    return pair(submission, reference, learner, seed)
+
+
+def describe_config(cfg: dict) -> str:
+    return "GPTConfig(" + ", ".join(f"{k}={v}" for k, v in cfg.items()) + ")"
+
+
+def gpt_forward(model, idx, targets=None, what="GPT"):
+    """Call the learner's GPT and check that it returns (logits, loss) as SPEC says."""
+    out = model(idx) if targets is None else model(idx, targets)
+    if not isinstance(out, tuple) or len(out) != 2:
+        fail(f"{what}.forward returned a {type(out).__name__}; expected the tuple (logits, loss), "
+             "with loss None when no targets are given", symptoms=["shape-mismatch"])
+    return out
+
+
+def gpt_reduction(cfg: dict) -> int:
+    """Terms summed on the way to a logit: each block's d_model and d_ff sums, then the head's."""
+    d_ff = cfg.get("d_ff") or 4 * cfg["d_model"]
+    return cfg["n_layer"] * (cfg["d_model"] + d_ff) + cfg["d_model"]
+
+
+def diagnose(got, variants: dict, tol: float, day: int, rule: str):
+    """[diagnosis] for each known bug (name -> (its output, explanation)) that `got` reproduces."""
+    found = []
+    got = got.to(torch.float64)
+    for mutant, (output, message) in variants.items():
+        if is_close(got, output.to(torch.float64), tol):
+            found.append({"rule": rule, "day": day, "mutant": mutant, "message": message})
+    return found
+
+
+def same(a, b, tol) -> bool:
+    """Close within tol, with NaN only where the other has NaN too (for comparing the learner's
+    results with the learner's own parts: a NaN they share comes from a part checked elsewhere)."""
+    a, b = a.double(), b.double()
+    if a.shape != b.shape or not torch.equal(torch.isnan(a), torch.isnan(b)):
+        return False
+    return is_close(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0), tol)
+
+
+def expect_close_or_diagnose(got, expected, what, *, rule, day, variants, reduction=1, hint="",
+                             nan_symptom="value-mismatch"):
+    """expect_close, but a mismatch that reproduces a known bug says which bug it is."""
+    got = expect_shape(got, expected.shape, what)
+    tol = tolerance(torch.float32, reduction)          # every input here is float32
+    if is_close(got, expected, tol) or not torch.isfinite(got).all():
+        return expect_close(got, expected, what, dtype=torch.float32, reduction=reduction,
+                            hint=hint, nan_symptom=nan_symptom)
+    found = diagnose(got, variants, tol, day, rule)
+    if found:
+        fail(f"{what} differs from the expected result: {found[0]['message']}",
+             symptoms=["value-mismatch"], diagnosis=found)
+    return expect_close(got, expected, what, dtype=torch.float32, reduction=reduction, hint=hint)
+
+
+# -- LayerNorm and RMSNorm (day 46) ------------------------------------------------------------------
+
+def layernorm_unbiased(x, weight, bias, eps):
+    mean = x.mean(-1, keepdim=True)
+    y = (x - mean) / torch.sqrt(x.var(-1, keepdim=True, unbiased=True) + eps) * weight
+    return y if bias is None else y + bias
+
+
+def layernorm_eps_outside(x, weight, bias, eps):
+    mean = x.mean(-1, keepdim=True)
+    y = (x - mean) / (x.var(-1, keepdim=True, unbiased=False).sqrt() + eps) * weight
+    return y if bias is None else y + bias
+
+
+LAYERNORM_CASES = [  # (input shape, eps or None for the default, input scale, input shift)
+    ((4, 8), None, 1.0, 0.0),
+    ((2, 3, 16), None, 2.0, 3.0),
+    ((1, 1, 4), None, 1.0, -1.0),      # d = 4: unbiased variance is 4/3 of the biased one
+    ((3, 5, 64), None, 0.01, 0.0),     # variance 1e-4: the default eps = 1e-5 shows
+    ((2, 6, 12), 0.5, 0.5, 0.0),       # a large eps, inside the square root
+]
+
+
+@check(points=3, rule="normalization", day=NORM_DAY, title="LayerNorm matches the reference")
+def test_layernorm_matches_reference(submission):
+    for seed, (shape, eps, scale, shift) in enumerate(LAYERNORM_CASES):
+        d = shape[-1]
+        kw = {} if eps is None else {"eps": eps}
+        reference, learner = pair(submission, ref.LayerNorm(d, **kw),
+                                  submission.norms.LayerNorm(d, **kw), seed)
+        x = randn(*shape, seed=10 + seed, scale=scale, shift=shift)
+        e = reference.eps
+        w, b = reference.weight.detach().double(), reference.bias.detach().double()
+        expect_close_or_diagnose(
+            learner(x), reference.double()(x.double()),
+            f"LayerNorm({d}{', eps=' + str(eps) if eps is not None else ''}) on x of shape {shape}",
+            rule="normalization", day=NORM_DAY, reduction=d,
+            variants={
+                "unbiased-variance": (layernorm_unbiased(x.double(), w, b, e),
+                    "your variance divides by d - 1 (torch.var's default, unbiased=True). "
+                    "LayerNorm uses the biased (population) variance: mean((x - mean)^2) over "
+                    "the last dim, i.e. x.var(-1, unbiased=False)."),
+                "eps-outside-sqrt": (layernorm_eps_outside(x.double(), w, b, e),
+                    "eps is added to the standard deviation; it belongs inside the square "
+                    "root: (x - mean) / sqrt(var + eps)."),
+            },
+            hint="y = (x - mean) / sqrt(var + eps) * weight + bias over the last dim, with the "
+                 "biased variance mean((x - mean)^2) and eps (default 1e-5) inside the sqrt.")
+
+
+@check(points=1, rule="normalization", day=NORM_DAY, title="LayerNorm(bias=False) has no bias")
+def test_layernorm_without_bias(submission):
+    d = 12
+    learner = submission.norms.LayerNorm(d, bias=False)
+    names = sorted(p["name"] for p in submission.parameters(learner))
+    if names != ["weight"]:
+        fail(f"LayerNorm({d}, bias=False) has the parameters {names}; expected only ['weight']. "
+             "With bias=False set self.bias = None instead of creating an nn.Parameter.",
+             got=names)
+    reference, learner = pair(submission, ref.LayerNorm(d, bias=False), learner, seed=7)
+    x = randn(3, 4, d, seed=8, shift=1.0)
+    expect_close(learner(x), reference.double()(x.double()), f"LayerNorm({d}, bias=False)",
+                 dtype=torch.float32, reduction=d,
+                 hint="Without a bias: y = (x - mean) / sqrt(var + eps) * weight.")
+
+
+def rmsnorm_subtracting_mean(x, weight, eps):
+    c = x - x.mean(-1, keepdim=True)
+    return c / torch.sqrt(c.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+@check(points=2, rule="normalization", day=NORM_DAY, title="RMSNorm matches the reference")
+def test_rmsnorm_matches_reference(submission):
+    cases = [((4, 8), None, 1.0, 1.5), ((2, 3, 16), None, 2.0, -2.0), ((1, 1, 4), None, 1.0, 1.0),
+             ((2, 5, 32), 0.5, 0.3, 0.2)]
+    for seed, (shape, eps, scale, shift) in enumerate(cases):
+        d = shape[-1]
+        kw = {} if eps is None else {"eps": eps}
+        reference, learner = pair(submission, ref.RMSNorm(d, **kw), submission.norms.RMSNorm(d, **kw),
+                                  seed=20 + seed)
+        x = randn(*shape, seed=30 + seed, scale=scale, shift=shift)   # a nonzero mean on purpose
+        expect_close_or_diagnose(
+            learner(x), reference.double()(x.double()),
+            f"RMSNorm({d}{', eps=' + str(eps) if eps is not None else ''}) on x of shape {shape}",
+            rule="normalization", day=NORM_DAY, reduction=d,
+            variants={"rmsnorm-subtracts-mean": (
+                rmsnorm_subtracting_mean(x.double(), reference.weight.detach().double(),
+                                         reference.eps),
+                "your RMSNorm subtracts the mean first, which makes it a LayerNorm without bias. "
+                "RMSNorm divides x itself by its root mean square: "
+                "x / sqrt(mean(x^2) + eps) * weight.")},
+            hint="y = x / sqrt(mean(x^2) + eps) * weight over the last dim: no mean subtraction, "
+                 "no bias.")
+
+
+# -- positions (day 48) ------------------------------------------------------------------------------
+
+def sinusoidal_concatenated(T, d):
+    pe = ref.sinusoidal_positions(T, d).double()
+    return torch.cat([pe[:, 0::2], pe[:, 1::2]], dim=-1)
+
+
+def sinusoidal_swapped(T, d):
+    pe = ref.sinusoidal_positions(T, d).double()
+    return torch.stack([pe[:, 1::2], pe[:, 0::2]], dim=-1).flatten(-2)
+
+
+@check(points=2, rule="positional-encoding", day=POSITIONS_DAY, title="sinusoidal positions")
+def test_sinusoidal_positions(submission):
+    for T, d in [(1, 2), (16, 32), (7, 6), (50, 64), (3, 128)]:
+        # sin's argument p / 10000^(2i/d) reaches T radians, so its rounding error grows like
+        # eps * T: the tolerance rule's sqrt(reduction) with reduction = T^2.
+        expect_close_or_diagnose(
+            submission.positions.sinusoidal_positions(T, d), ref.sinusoidal_positions(T, d).double(),
+            f"sinusoidal_positions(T={T}, d={d})", rule="positional-encoding", day=POSITIONS_DAY,
+            reduction=T * T,
+            variants={
+                "sinusoidal-concatenated": (sinusoidal_concatenated(T, d),
+                    "you return [all sines | all cosines]. The features are interleaved: "
+                    "PE[p, 2i] = sin(...) in the even columns, PE[p, 2i+1] = cos(...) in the odd "
+                    "ones, i.e. pe[:, 0::2] = sin, pe[:, 1::2] = cos."),
+                "sinusoidal-swapped": (sinusoidal_swapped(T, d),
+                    "sine and cosine are swapped: sin goes in the even columns (2i), cos in the "
+                    "odd ones (2i + 1)."),
+            },
+            hint="PE[p, 2i] = sin(p / 10000^(2i/d)) and PE[p, 2i+1] = cos(p / 10000^(2i/d)); "
+                 "pair i shares one frequency.")
+
+
+@check(points=1, rule="api-contract", day=POSITIONS_DAY, title="sinusoidal positions need an even d")
+def test_sinusoidal_rejects_odd_d(submission):
+    exc = expect_raises(lambda: submission.positions.sinusoidal_positions(4, 5), "ValueError",
+                        "sinusoidal_positions(T=4, d=5)",
+                        hint="Each (sin, cos) pair takes two features, so d must be even.")
+    if not re.search(r"\bd\b|\b5\b|dim", exc.learner_message, re.IGNORECASE):
+        fail("the ValueError should say which argument is wrong (d, and its value), got: "
+             f"{exc.learner_message!r}")
+
+
+def rope_half_split(x, positions, theta):
+    d = x.size(-1)
+    h = d // 2
+    angle = positions.double()[:, None] * theta ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    x0, x1 = x[..., :h], x[..., h:]
+    return torch.cat([x0 * angle.cos() - x1 * angle.sin(), x0 * angle.sin() + x1 * angle.cos()], -1)
+
+
+ROPE_CASES = [  # (shape of x, positions or None, theta or None for the default)
+    ((5, 8), None, None),
+    ((2, 3, 7, 16), None, None),                             # (B, h, T, d_k), as inside attention
+    ((2, 6, 32), [3, 7, 0, 12, 100, 63], None),               # explicit positions, any order
+    ((1, 2, 4, 10), [5, 6, 7, 8], None),                      # a shifted window
+    ((4, 12), None, 500.0),                                  # another theta
+]
+
+
+@check(points=3, rule="positional-encoding", day=POSITIONS_DAY, title="RoPE rotates each pair")
+def test_apply_rope(submission):
+    for seed, (shape, positions, theta) in enumerate(ROPE_CASES):
+        x = randn(*shape, seed=40 + seed)
+        T = shape[-2]
+        pos = None if positions is None else torch.tensor(positions)
+        kw = {} if pos is None else {"positions": pos}
+        if theta is not None:
+            kw["theta"] = theta
+        got = submission.positions.apply_rope(x, **kw)
+        p = torch.arange(T) if pos is None else pos
+        largest = int(p.abs().max()) + 1
+        what = (f"apply_rope(x of shape {shape}"
+                + (f", positions={positions}" if positions is not None else "")
+                + (f", theta={theta}" if theta is not None else "") + ")")
+        expect_close_or_diagnose(
+            got, ref.apply_rope(x.double(), pos, **({"theta": theta} if theta else {})), what,
+            rule="positional-encoding", day=POSITIONS_DAY,
+            reduction=largest * largest,   # the angle reaches `largest` radians, as for sin above
+            variants={"rope-half-split": (rope_half_split(x.double(), p, theta or 10000.0),
+                "you rotate the pairs (x[i], x[i + d/2]) (the 'rotate_half' layout of some "
+                "libraries). SPEC's RoPE rotates adjacent pairs (x[2i], x[2i+1]): "
+                "x0, x1 = x[..., 0::2], x[..., 1::2].")},
+            hint="Pair i = (x[..., 2i], x[..., 2i+1]) rotates by a = p * theta^(-2i/d): "
+                 "(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a), with p from `positions` "
+                 "(default arange(T)).")
+
+
+# -- attention, as the blocks use it (days 44-45) -----------------------------------------------------
+
+def mha_pair(submission, d_model, n_head, bias, seed):
+    return pair(submission, ref.MultiHeadAttention(d_model, n_head, bias=bias),
+                submission.attention.MultiHeadAttention(d_model, n_head, bias=bias), seed)
+
+
+MHA_CASES = [(2, 5, 8, 2, True), (1, 1, 8, 1, False), (3, 7, 16, 4, False), (2, 6, 12, 3, True)]
+
+
+@check(points=2, rule="head-split", day=45, title="multi-head attention (no mask) matches day 45")
+def test_mha_matches_reference(submission):
+    for seed, (B, T, d_model, h, bias) in enumerate(MHA_CASES):
+        reference, learner = mha_pair(submission, d_model, h, bias, seed=50 + seed)
+        x = randn(B, T, d_model, seed=seed)
+        expect_close(learner(x, causal=False), reference.double()(x.double(), causal=False),
+                     f"MultiHeadAttention(d_model={d_model}, n_head={h}, bias={bias}) "
+                     "with causal=False",
+                     dtype=torch.float32, reduction=d_model, nan_symptom="nan-forward",
+                     hint="Project with w_q, w_k, w_v, split into heads with view(B, T, h, d_k)"
+                          ".transpose(1, 2), attend per head, merge, project with w_o.")
+
+
+@check(points=2, rule="causal-mask", day=44, title="causal multi-head attention matches day 45")
+def test_mha_causal_matches_reference(submission):
+    for seed, (B, T, d_model, h, bias) in enumerate(MHA_CASES):
+        reference, learner = mha_pair(submission, d_model, h, bias, seed=60 + seed)
+        x = randn(B, T, d_model, seed=70 + seed)
+        what = f"MultiHeadAttention(d_model={d_model}, n_head={h}) with the default causal=True"
+        got = expect_shape(learner(x), (B, T, d_model), what)     # causal=True is the default
+        reference.double()
+        # the diagonal-0 bug blocks each query's own key too: row 0 has no key left
+        diag0 = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
+        q, k, v = (ref.split_heads(w(x.double()), h)
+                   for w in (reference.w_q, reference.w_k, reference.w_v))
+        y = ref.scaled_dot_product_attention(q, k, v, mask=diag0)
+        zero_row_zero = reference.w_o(ref.merge_heads(y))
+        if T > 1 and torch.isnan(got[:, 0]).all() and torch.isfinite(got[:, 1:]).all():
+            fail(f"{what} is NaN at position 0: a mask built with torch.triu(..., diagonal=0) "
+                 "also blocks each token's own position, so query 0 has no key left and softmax "
+                 "of an all -inf row is NaN. Use diagonal=1: block key j > i only.",
+                 symptoms=["nan-forward"],
+                 diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "mask-diagonal-0",
+                             "message": "the causal mask uses diagonal=0 and blocks the diagonal"}])
+        tol = tolerance(torch.float32, d_model)
+        if T > 1 and is_close(got, reference(x.double(), causal=False), tol):
+            fail(f"{what} lets every token attend to the tokens after it: causal=True has no "
+                 "effect, so the future leaks into the past. Block key j > query i with "
+                 "torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1).",
+                 symptoms=["future-leak"],
+                 diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
+                             "message": "causal=True has no effect: future tokens leak"}])
+        expect_close_or_diagnose(
+            got, reference(x.double()), what, rule="causal-mask", day=44, reduction=d_model,
+            nan_symptom="nan-forward",
+            variants={"mask-diagonal-0": (zero_row_zero,
+                "your causal mask also blocks each token's own position (torch.triu(..., "
+                "diagonal=0)), so query 0 attends to nothing. Query i may attend to keys 0..i, "
+                "itself included: use diagonal=1.")},
+            hint="With causal=True, block key j > query i (torch.triu(ones(T, T), diagonal=1)) "
+                 "and nothing else.")
+
+
+# -- the MLP and the Pre-LN block (days 46-47) -----------------------------------------------------
+
+def mlp_tanh(reference, x):
+    return reference.proj(F.gelu(reference.fc(x), approximate="tanh"))
+
+
+MLP_CASES = [  # (config fields, input shape, input scale)
+    (dict(d_model=16, bias=False), (2, 5, 16), 3.0),
+    (dict(d_model=8, d_ff=48, bias=True), (3, 4, 8), 3.0),
+    (dict(d_model=12, d_ff=20, bias=False), (1, 7, 12), 3.0),
+]
+
+
+def block_config(**fields):
+    base = dict(vocab_size=11, block_size=8, n_layer=1, n_head=1)
+    return {**base, **fields}
+
+
+@check(points=2, rule="api-contract", day=FFN_DAY, title="the MLP: fc, exact GELU, proj")
+def test_mlp_matches_reference(submission):
+    for seed, (fields, shape, scale) in enumerate(MLP_CASES):
+        cfg = block_config(**fields)
+        reference, learner = pair(submission, ref.MLP(ref.GPTConfig(**cfg)),
+                                  submission.gpt.MLP(submission.gpt.GPTConfig(**cfg)), seed=80 + seed)
+        # inputs of a few units put fc's outputs where tanh-GELU and exact GELU differ most (|z| ~ 2.5)
+        x = randn(*shape, seed=90 + seed, scale=scale)
+        d_ff = cfg.get("d_ff") or 4 * cfg["d_model"]
+        reference.double()
+        expect_close_or_diagnose(
+            learner(x), reference(x.double()), f"MLP({describe_config(cfg)})",
+            rule="api-contract", day=FFN_DAY, reduction=max(d_ff, cfg["d_model"]),
+            variants={"tanh-gelu": (mlp_tanh(reference, x.double()),
+                "you use the tanh approximation of GELU (GPT-2's original). SPEC's MLP uses the "
+                "exact GELU x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))): F.gelu(x) or nn.GELU() "
+                "without approximate='tanh'.")},
+            hint="MLP(x) = proj(GELU(fc(x))) with fc: d_model -> d_ff (d_ff None means "
+                 "4 * d_model), exact GELU, proj: d_ff -> d_model, bias=config.bias.")
+
+
+BLOCK_CASES = [  # (config fields, input shape)
+    (dict(d_model=16, n_head=2), (2, 5, 16)),
+    (dict(d_model=12, n_head=3, d_ff=20, bias=True), (3, 6, 12)),
+    (dict(d_model=8, n_head=1), (1, 1, 8)),
+    (dict(d_model=16, n_head=4, bias=True), (2, 7, 16)),
+]
+
+
+@check(points=3, rule="pre-ln-residual", day=NORM_DAY,
+       title="the block is Pre-LN with clean residuals")
+def test_block_is_pre_ln(submission):
+    # The block's own wiring is graded here, with the learner's own parts: a bug inside LayerNorm,
+    # attention or the MLP fails those checks, not this one.
+    for seed, (fields, shape) in enumerate(BLOCK_CASES):
+        cfg = block_config(**fields)
+        _, learner = pair(submission, ref.Block(ref.GPTConfig(**cfg)),
+                          submission.gpt.Block(submission.gpt.GPTConfig(**cfg)), seed=100 + seed)
+        x = randn(*shape, seed=110 + seed, scale=2.0, shift=0.5)
+        what = f"Block({describe_config(cfg)})"
+        got = expect_shape(learner(x), shape, what)
+
+        def sub(name, h, **kw):
+            return expect_shape(getattr(learner, name)(h, **kw), shape, f"{what}.{name}")
+
+        h = x + sub("attn", sub("ln_1", x), causal=True)
+        pre_ln = h + sub("mlp", sub("ln_2", h))
+        post = sub("ln_1", x + sub("attn", x, causal=True))
+        post_ln = sub("ln_2", post + sub("mlp", post))
+        h = x + sub("attn", sub("ln_1", x), causal=False)
+        not_causal = h + sub("mlp", sub("ln_2", h))
+        reduction = 4 * cfg["d_model"]
+        tol = tolerance(torch.float32, reduction)
+        if same(got, pre_ln, tol):
+            continue
+        if same(got, post_ln, tol):
+            fail(f"{what} is Post-LN: it normalises after adding the residual, x = ln_1(x + "
+                 f"attn(x)). SPEC's block is Pre-LN: {PRE_LN}. Pre-LN keeps an identity path from "
+                 "every block's output back to the embeddings, which is why deep stacks train "
+                 "stably.", symptoms=["value-mismatch"],
+                 diagnosis=[{"rule": "pre-ln-residual", "day": NORM_DAY, "mutant": "post-ln",
+                             "message": "the block applies LayerNorm after the residual add "
+                                        "(Post-LN) instead of before each sublayer (Pre-LN)"}])
+        if shape[1] > 1 and same(got, not_causal, tol):
+            fail(f"{what} calls its attention with causal=False (or without passing causal=True "
+                 "to an attention whose default is not causal): every token sees the tokens after "
+                 f"it. The block is {PRE_LN} with attn(ln_1(x), causal=True).",
+                 symptoms=["future-leak"],
+                 diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
+                             "message": "the block calls attn without causal=True"}])
+        expect_close(got, pre_ln, f"{what} (compared with your own ln_1, attn, ln_2, mlp wired "
+                     "as Pre-LN)", dtype=torch.float32, reduction=reduction,
+                     hint=f"A Pre-LN block is exactly {PRE_LN}, with attn(..., causal=True). "
+                          "Normalise the input of each sublayer, and add the sublayer's output to "
+                          "the un-normalised x.")
+
+
+# -- the whole GPT (day 48) -------------------------------------------------------------------------
+
+GPT_CASES = [  # (config fields, (B, T))
+    (dict(vocab_size=50, block_size=8, d_model=16, n_layer=1, n_head=1), (2, 5)),            # odd T
+    (dict(vocab_size=37, block_size=12, d_model=24, n_layer=2, n_head=3, d_ff=40, bias=True,
+          tie_weights=False), (3, 12)),                                       # T = block_size
+    (dict(vocab_size=64, block_size=16, d_model=32, n_layer=2, n_head=4), (1, 1)),          # T = 1
+    (dict(vocab_size=29, block_size=10, d_model=16, n_layer=2, n_head=2, bias=True), (2, 7)),
+    (dict(vocab_size=40, block_size=9, d_model=8, n_layer=1, n_head=2, d_ff=20,
+          tie_weights=False), (2, 9)),
+]
+
+
+def reference_without_positions(reference, idx):
+    """The reference's logits with the position embedding left out, for the diagnosis."""
+    saved = reference.wpe.weight.detach().clone()
+    with torch.no_grad():
+        reference.wpe.weight.zero_()
+        logits = reference(idx)[0]
+        reference.wpe.weight.copy_(saved)
+    return logits
+
+
+@check(points=4, rule="api-contract", day=GPT_DAY, title="GPT logits match the reference")
+def test_gpt_matches_reference(submission):
+    for seed, (cfg, (B, T)) in enumerate(GPT_CASES):
+        reference, learner = gpt_pair(submission, cfg, seed=120 + seed)
+        idx = tokens(B, T, cfg["vocab_size"], seed=130 + seed)
+        what = f"GPT({describe_config(cfg)}) logits for idx of shape {(B, T)}"
+        logits, _ = gpt_forward(learner, idx)
+        reference.double()
+        variants = {}
+        if T > 1:
+            variants["missing-positional-embedding"] = (reference_without_positions(reference, idx),
+                "your GPT ignores the position embedding. Add it to the token embedding: "
+                "x = wte(idx) + wpe(arange(T)).")
+        expect_close_or_diagnose(
+            logits, reference(idx)[0], what, rule="positional-encoding", day=POSITIONS_DAY,
+            reduction=gpt_reduction(cfg), nan_symptom="nan-forward", variants=variants,
+            hint="x = wte(idx) + wpe(arange(T)); each block in order; logits = lm_head(ln_f(x)). "
+                 "If an earlier check of LayerNorm, attention, the MLP or the block fails, fix "
+                 "that first.")
+
+
+@check(points=2, rule="positional-encoding", day=POSITIONS_DAY, title="GPT output depends on position")
+def test_gpt_uses_positions(submission):
+    cfg = dict(vocab_size=20, block_size=8, d_model=16, n_layer=2, n_head=2)
+    reference, learner = gpt_pair(submission, cfg, seed=140)
+    T = cfg["block_size"]
+    same = torch.full((1, T), 7)                       # one token, repeated
+    logits, _ = gpt_forward(learner, same)
+    logits = expect_shape(logits, (1, T, cfg["vocab_size"]), "GPT logits")
+    tol = tolerance(torch.float32, gpt_reduction(cfg))
+    if all(is_close(logits[:, t], logits[:, 0], tol) for t in range(1, T)):
+        fail("for a sequence of one token repeated, your GPT gives the same logits at every "
+             "position. Without position information attention cannot tell the copies apart "
+             "(it is permutation-equivariant), so the model cannot know where it is. Add the "
+             "learned position embedding: x = wte(idx) + wpe(arange(T)).",
+             symptoms=["value-mismatch"],
+             diagnosis=[{"rule": "positional-encoding", "day": POSITIONS_DAY,
+                         "mutant": "missing-positional-embedding",
+                         "message": "the GPT adds no position embedding"}])
+    # a different wpe table must change the output: wpe has to be the position embedding used
+    other = {k: v.clone() for k, v in reference.state_dict().items()}
+    other["wpe.weight"] = randn(T, cfg["d_model"], seed=141)
+    submission.load(learner, other)
+    idx = tokens(2, T, cfg["vocab_size"], seed=142)
+    shape = (2, T, cfg["vocab_size"])
+    changed = expect_shape(gpt_forward(learner, idx)[0], shape, "GPT logits")
+    submission.load(learner, reference.state_dict())
+    base = expect_shape(gpt_forward(learner, idx)[0], shape, "GPT logits")
+    if is_close(changed, base, tol):
+        fail("loading a different table into GPT.wpe did not change your GPT's logits: wpe is "
+             "not used. SPEC's GPT uses learned positions: x = wte(idx) + wpe(arange(T)).",
+             symptoms=["value-mismatch"],
+             diagnosis=[{"rule": "positional-encoding", "day": POSITIONS_DAY,
+                         "mutant": "missing-positional-embedding",
+                         "message": "the GPT's wpe is never used"}])
+
+
+@check(points=2, rule="api-contract", day=GPT_DAY, title="the loss is the cross-entropy of the logits")
+def test_gpt_loss_is_cross_entropy(submission):
+    cfg = dict(vocab_size=23, block_size=8, d_model=16, n_layer=1, n_head=2)
+    _, learner = gpt_pair(submission, cfg, seed=150)
+    B, T, V = 3, 6, cfg["vocab_size"]
+    idx, targets = tokens(B, T, V, seed=151), tokens(B, T, V, seed=152)
+    logits, loss = gpt_forward(learner, idx, targets)
+    logits = expect_shape(logits, (B, T, V), "GPT logits")
+    if loss is None:
+        fail("GPT(idx, targets) returned loss None; with targets it must return the mean "
+             "cross-entropy F.cross_entropy(logits.view(B*T, V), targets.view(B*T)).")
+    expected = F.cross_entropy(logits.double().reshape(B * T, V), targets.reshape(B * T))
+    if not torch.isfinite(expected) and not torch.isfinite(as_tensor(loss, "the loss")).all():
+        return          # NaN logits give a NaN loss; the logits are graded by other checks
+    expect_close(loss, expected, "the loss GPT(idx, targets) returned", dtype=torch.float32,
+                 reduction=B * T * V,
+                 hint="loss = F.cross_entropy(logits.view(B*T, V), targets.view(B*T)): flatten "
+                      "batch and time so each position is one example, averaged over all B*T.")
+    _, none = gpt_forward(learner, idx)
+    if none is not None:
+        fail(f"GPT(idx) without targets returned a loss ({type(none).__name__}); SPEC says None.")
+
+
+@check(points=1, rule="api-contract", day=GPT_DAY, title="T > block_size is an error")
+def test_gpt_rejects_too_long_input(submission):
+    cfg = dict(vocab_size=10, block_size=6, d_model=8, n_layer=1, n_head=2)
+    learner = submission.gpt.GPT(submission.gpt.GPTConfig(**cfg))
+    idx = tokens(1, 7, 10, seed=160)
+    expect_raises(lambda: learner(idx), "ValueError", "GPT with block_size=6 on idx of length T=7",
+                  hint="wpe has only block_size rows: check T <= block_size and raise "
+                       "ValueError('... T ... block_size ...') before the embedding lookup.")
+
+
+def leak_source(submission) -> str | None:
+    """Why a GPT leaks, when it is the known bug: attention ignoring causal=True, or a block not
+    asking for it. None when the attention is broken some other way (a head split that mixes
+    positions leaks too, and is not a mask bug)."""
+    d_model, h, T = 8, 2, 5
+    reference, learner = mha_pair(submission, d_model, h, False, seed=175)
+    x = randn(2, T, d_model, seed=176)
+    try:
+        got = as_tensor(learner(x, causal=True), "MultiHeadAttention")
+    except (LearnerError, CheckFailure):
+        return None
+    tol = tolerance(torch.float32, d_model)
+    reference.double()
+    if is_close(got, reference(x.double(), causal=False), tol):
+        return "your MultiHeadAttention ignores causal=True"
+    if is_close(got, reference(x.double(), causal=True), tol):
+        return "your attention is causal, but a block calls it without causal=True"
+    return None
+
+
+@check(points=2, rule="causal-mask", day=44, title="the GPT never sees the future")
+def test_gpt_has_no_future_leak(submission):
+    cfg = dict(vocab_size=30, block_size=10, d_model=16, n_layer=2, n_head=2, bias=True)
+    _, learner = gpt_pair(submission, cfg, seed=170)
+    B, T, V = 2, 10, cfg["vocab_size"]
+    idx = tokens(B, T, V, seed=171)
+    base, _ = gpt_forward(learner, idx)
+    base = expect_shape(base, (B, T, V), "GPT logits")
+    tol = tolerance(torch.float32, gpt_reduction(cfg))
+    for t in (0, 3, 6, 8):
+        changed_idx = idx.clone()
+        changed_idx[:, t + 1:] = (idx[:, t + 1:] + 1 + tokens(B, T - t - 1, V - 1, seed=172 + t)) % V
+        changed = expect_shape(gpt_forward(learner, changed_idx)[0], (B, T, V), "GPT logits")
+        if not torch.allclose(changed[:, :t + 1].double(), base[:, :t + 1].double(),
+                              rtol=tol, atol=tol, equal_nan=True):
+            source = leak_source(submission)
+            message = (f"changing the tokens after position {t} changed your GPT's logits at "
+                       f"positions <= {t}: the future leaks into the past, so training would score "
+                       "the model on tokens it can see.")
+            if source is None:
+                fail(f"{message} Every block must call attn(..., causal=True), the causal mask "
+                     "must block key j > query i, and the head split must keep positions apart "
+                     "(view(B, T, h, d_k).transpose(1, 2)); see the attention checks.",
+                     symptoms=["future-leak"], position=t)
+            fail(f"{message} {source[0].upper() + source[1:]}: every block must call "
+                 "attn(ln_1(x), causal=True), and causal=True must block key j > query i.",
+                 symptoms=["future-leak"], position=t,
+                 diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
+                             "message": f"{source}: future tokens leak"}])
+
+
+def unique_count(rows) -> tuple[int, int]:
+    """(parameters counted once per Parameter object, parameters counted once per name)."""
+    by_object = {r["object"]: math.prod(r["shape"]) for r in rows}
+    return sum(by_object.values()), sum(math.prod(r["shape"]) for r in rows)
+
+
+def shared(rows, a, b):
+    objects = {r["name"]: r["object"] for r in rows}
+    for name in (a, b):
+        if name not in objects:
+            fail(f"your GPT has no parameter named {name}; SPEC fixes .wte = nn.Embedding(V, d) "
+                 "and .lm_head = nn.Linear(d, V, bias=False).", got=sorted(objects))
+    return objects[a] == objects[b]
+
+
+@check(points=3, rule="weight-tying", day=GPT_DAY, title="tie_weights shares one matrix")
+def test_weight_tying(submission):
+    tied = submission.gpt.GPT(submission.gpt.GPTConfig(**TOY, tie_weights=True))
+    if not shared(submission.parameters(tied), "wte.weight", "lm_head.weight"):
+        fail("with tie_weights=True, lm_head.weight and wte.weight are two different Parameters. "
+             "Tying means ONE matrix read by both ends: self.lm_head.weight = self.wte.weight "
+             "(assign the Parameter itself; copying its values is not tying). For the toy GPT "
+             f"that saves V * d = 3,200 parameters ({TOY_UNTIED:,} -> {TOY_TIED:,}).",
+             diagnosis=[{"rule": "weight-tying", "day": GPT_DAY, "mutant": "untied-head",
+                         "message": "lm_head.weight is not the same Parameter as wte.weight"}])
+    untied = submission.gpt.GPT(submission.gpt.GPTConfig(**TOY, tie_weights=False))
+    if shared(submission.parameters(untied), "wte.weight", "lm_head.weight"):
+        fail("with tie_weights=False, lm_head.weight and wte.weight are the same Parameter; they "
+             "must be two independent matrices (tie only when config.tie_weights is True).")
+
+
+GPT_LEDGER_CASES = [TOY, dict(TOY, tie_weights=False),
+                    dict(vocab_size=37, block_size=12, d_model=24, n_layer=3, n_head=3, d_ff=40,
+                         bias=True)]
+
+
+@check(points=2, rule="parameter-count", day=FFN_DAY, title="the GPT's parameter ledger")
+def test_gpt_parameter_ledger(submission):
+    for cfg in GPT_LEDGER_CASES:
+        reference = ref.GPT(ref.GPTConfig(**cfg))
+        expected = {n: list(p.shape) for n, p in reference.named_parameters(remove_duplicate=False)}
+        learner = submission.gpt.GPT(submission.gpt.GPTConfig(**cfg))
+        got = {r["name"]: r["shape"] for r in submission.parameters(learner)}
+        missing = [n for n in expected if n not in got]
+        extra = [n for n in got if n not in expected]
+        wrong = [f"{n} {got[n]} (expected {expected[n]})" for n in expected
+                 if n in got and got[n] != expected[n]]
+        if missing or extra or wrong:
+            parts = ([f"missing {', '.join(missing[:6])}"] if missing else []) + \
+                    ([f"unexpected {', '.join(extra[:6])}"] if extra else []) + \
+                    ([f"wrong shape {'; '.join(wrong[:6])}"] if wrong else [])
+            fail(f"GPT({describe_config(cfg)}) does not have SPEC's parameters: {'; '.join(parts)}. "
+                 "Per block: ln_1 and ln_2 (weight and bias, d each), attn.w_q/w_k/w_v/w_o (d x d), "
+                 "mlp.fc (d_ff x d) and mlp.proj (d x d_ff), biases on the Linears only if "
+                 "config.bias; then wte (V x d), wpe (block_size x d), ln_f, lm_head (V x d, no "
+                 f"bias). The toy GPT has 12,416 per block and {TOY_TIED:,} in all, tied.",
+                 missing=missing[:20], extra=extra[:20])
+
+
+@check(points=2, rule="parameter-count", day=GPT_DAY,
+       title="count_parameters counts a tied matrix once")
+def test_count_parameters(submission):
+    gpt = submission.gpt
+    cases = [(f"the toy GPT ({describe_config(TOY)})", gpt.GPT(gpt.GPTConfig(**TOY))),
+             ("the toy GPT with tie_weights=False", gpt.GPT(gpt.GPTConfig(**TOY, tie_weights=False))),
+             ("LayerNorm(32)", submission.norms.LayerNorm(32)),
+             ("MultiHeadAttention(32, 4, bias=True)",
+              submission.attention.MultiHeadAttention(32, 4, bias=True))]
+    for what, model in cases:
+        once, per_name = unique_count(submission.parameters(model))
+        got = submission.gpt.count_parameters(model)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if isinstance(got, float) and got.is_integer():
+            got = int(got)
+        if isinstance(got, bool) or not isinstance(got, int):
+            fail(f"count_parameters({what}) returned {got!r:.80} ({type(got).__name__}); expected "
+                 "an int, the number of parameters")
+        if got == once:
+            continue
+        if got == per_name and per_name != once:
+            fail(f"count_parameters({what}) returned {got:,}; the model has {once:,} parameters. "
+                 f"The tied matrix (wte.weight = lm_head.weight, {per_name - once:,} numbers) is "
+                 "counted twice: it is ONE Parameter. model.parameters() already yields each "
+                 "Parameter once; iterating named_parameters(remove_duplicate=False) or the "
+                 "state_dict counts it once per name.", got=got, expected=once,
+                 diagnosis=[{"rule": "parameter-count", "day": GPT_DAY,
+                             "mutant": "tied-counted-twice",
+                             "message": "count_parameters counts the tied matrix twice"}])
+        fail(f"count_parameters({what}) returned {got:,}; the model's parameters add up to "
+             f"{once:,} (each Parameter counted once: sum(p.numel() for p in model.parameters())).",
+             got=got, expected=once)
+
+
+@check(points=3, rule="causal-mask", day=44, title="a short training run learns honestly")
+def test_training_probe(submission):
+    cfg = dict(vocab_size=32, block_size=16, d_model=32, n_layer=2, n_head=4)
+    torch.manual_seed(0)
+    reference = ref.GPT(ref.GPTConfig(**cfg))      # N(0, 0.02): the first loss should be ~ ln(32)
+    learner = submission.gpt.GPT(submission.gpt.GPTConfig(**cfg))
+    submission.load(learner, reference.state_dict())
+    # 100 steps of 32 windows at lr 1e-2: a correct GPT ends near 1.5 nats (floor ln 4 = 1.39),
+    # one without a causal mask falls to ~0.8 by copying the visible next token
+    probe = training_probe(submission, learner, vocab_size=cfg["vocab_size"],
+                           block_size=cfg["block_size"], steps=100, batch_size=32, lr=1e-2)
+    judge_training(probe, "your GPT")

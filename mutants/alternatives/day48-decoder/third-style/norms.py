@@ -1,0 +1,31 @@
+import torch
+import torch.nn as nn
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, d, eps=1e-5, bias=True):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+        if bias:
+            self.bias = nn.Parameter(torch.zeros(d))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        var = (x * x).mean(-1, keepdim=True) - mean * mean     # E[x^2] - E[x]^2
+        y = (x - mean) / (var + self.eps) ** 0.5
+        y = y * self.weight
+        return y if self.bias is None else y + self.bias
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        ms = torch.mean(torch.square(x), dim=-1, keepdim=True)
+        return self.weight * (x / (ms + self.eps).sqrt())
