@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(${GRADER_APT_PACKAGES:-})
+APT_PACKAGES=(${GRADER_APT_PACKAGES:-bubblewrap})
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
