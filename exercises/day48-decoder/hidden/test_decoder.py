@@ -255,11 +255,11 @@ def test_sinusoidal_positions(submission):
             f"sinusoidal_positions(T={T}, d={d})", rule="positional-encoding", day=POSITIONS_DAY,
             reduction=T * T,
             variants={
-                "sinusoidal-concatenated": (sinusoidal_concatenated(T, d),
+                "sincos-concatenated": (sinusoidal_concatenated(T, d),
                     "you return [all sines | all cosines]. The features are interleaved: "
                     "PE[p, 2i] = sin(...) in the even columns, PE[p, 2i+1] = cos(...) in the odd "
                     "ones, i.e. pe[:, 0::2] = sin, pe[:, 1::2] = cos."),
-                "sinusoidal-swapped": (sinusoidal_swapped(T, d),
+                "sincos-swapped": (sinusoidal_swapped(T, d),
                     "sine and cosine are swapped: sin goes in the even columns (2i), cos in the "
                     "odd ones (2i + 1)."),
             },
@@ -524,13 +524,14 @@ def test_gpt_matches_reference(submission):
                  "that first.")
 
 
-@check(points=2, rule="positional-encoding", day=POSITIONS_DAY, title="GPT output depends on position")
+@check(points=2, rule="positional-encoding", day=POSITIONS_DAY,
+       title="GPT output depends on position")
 def test_gpt_uses_positions(submission):
     cfg = dict(vocab_size=20, block_size=8, d_model=16, n_layer=2, n_head=2)
     reference, learner = gpt_pair(submission, cfg, seed=140)
     T = cfg["block_size"]
-    same = torch.full((1, T), 7)                       # one token, repeated
-    logits, _ = gpt_forward(learner, same)
+    repeated = torch.full((1, T), 7)                   # one token, repeated
+    logits, _ = gpt_forward(learner, repeated)
     logits = expect_shape(logits, (1, T, cfg["vocab_size"]), "GPT logits")
     tol = tolerance(torch.float32, gpt_reduction(cfg))
     if all(is_close(logits[:, t], logits[:, 0], tol) for t in range(1, T)):
