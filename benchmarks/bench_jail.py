@@ -53,39 +53,46 @@ def make_submissions(n: int, where: Path) -> list[Path]:
     return subs
 
 
-def row_a(subs) -> tuple[float, list]:
-    from grader.exercises import exercise_dir
-    from grader.runner import run_hidden_tests
-    from inprocess import InProcessSubmission
-    from grader.session import freeze_long_lived_objects
-    hidden = exercise_dir(EXERCISE) / "hidden"
-    freeze_long_lived_objects()             # the same garbage-collector setting as the grader's
-    run_hidden_tests(hidden, InProcessSubmission(subs[0], ["attention"]))      # warm-up
-    verdicts = []
-    t = time.perf_counter()
-    for sub in subs:
-        collected = run_hidden_tests(hidden, InProcessSubmission(sub, ["attention"]))
-        verdicts.append(all(c.passed for c in collected.results))
-    return time.perf_counter() - t, verdicts
-
-
-def row_b(subs) -> tuple[float, list, str, float]:
+def rows_a_b(subs) -> tuple[float, list, float, list, str, float]:
+    """(a) and (b), interleaved submission by submission (in alternating order), so that both rows
+    see the same machine: on a shared machine the load drifts more than the effect measured."""
     from grader.doctor import ensure_sound
-    from grader.exercises import load_exercise
+    from grader.exercises import exercise_dir, load_exercise
     from grader.grading import grade
     from grader.jail import launcher
+    from grader.runner import run_hidden_tests
+    from grader.session import freeze_long_lived_objects
+    from inprocess import InProcessSubmission
+    hidden = exercise_dir(EXERCISE) / "hidden"
+    exercise = load_exercise(EXERCISE)
     t = time.perf_counter()
     zygote = launcher.default_zygote()
     ensure_sound(zygote)
     start = time.perf_counter() - t
-    exercise = load_exercise(EXERCISE)
-    grade(exercise, subs[0])                                                     # warm-up
-    verdicts = []
-    t = time.perf_counter()
-    for sub in subs:
-        g = grade(exercise, sub)
-        verdicts.append(g.passed)
-    return time.perf_counter() - t, verdicts, zygote.isolation, start
+    freeze_long_lived_objects()             # the same garbage-collector setting for both rows
+
+    def a(sub):
+        collected = run_hidden_tests(hidden, InProcessSubmission(sub, ["attention"]))
+        return all(c.passed for c in collected.results)
+
+    def b(sub):
+        return grade(exercise, sub).passed
+
+    a(subs[0]), b(subs[0])                                                       # warm-up
+    ta = tb = 0.0
+    va, vb = [], []
+    for i, sub in enumerate(subs):
+        for row in ((a, b) if i % 2 == 0 else (b, a)):
+            t = time.perf_counter()
+            verdict = row(sub)
+            dt = time.perf_counter() - t
+            if row is a:
+                ta += dt
+                va.append(verdict)
+            else:
+                tb += dt
+                vb.append(verdict)
+    return ta, va, tb, vb, zygote.isolation, start
 
 
 def row_c(subs) -> tuple[float, list]:
@@ -126,8 +133,7 @@ def main():
         subs = make_submissions(args.n, work)
         import torch
         torch.set_num_threads(1)
-        a, va = row_a(subs)
-        b, vb, isolation, start = row_b(subs)
+        a, va, b, vb, isolation, start = rows_a_b(subs)
         if args.skip_naive:
             c, vc = float("nan"), vb
         else:

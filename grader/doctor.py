@@ -234,6 +234,7 @@ def _full(report: Report, probe, canaries: Canaries, zygote, limits, workdir, ja
     found = later("look_for_stash", token, 47_474)
     report.add("a later submission finds what an earlier one left behind", not found,
                f"found {found}" if found else "")
+    zygote.collect()                     # the killed jail's processes are reaped
     if os.geteuid() == 0:
         left_over = launcher.processes_of_uid(uid)
         report.add("a double-forked daemon outlives its jail", not left_over,
@@ -242,13 +243,19 @@ def _full(report: Report, probe, canaries: Canaries, zygote, limits, workdir, ja
 
 # -- the cached quick check `grader grade` runs -----------------------------------------------------
 
+_keys: dict[str, str] = {}
+
+
 def _cache_key(zygote) -> str:
+    if zygote.isolation in _keys:
+        return _keys[zygote.isolation]
     h = hashlib.sha256()
     for name in (*launcher.JAIL_FILES, "probe.py", "launcher.py"):
         h.update((launcher.JAIL_DIR / name).read_bytes())
     h.update(f"{zygote.isolation}|{launcher.find_bwrap()}|{platform.release()}|{os.geteuid()}|"
              f"{sys.prefix}".encode())
-    return h.hexdigest()[:24]
+    _keys[zygote.isolation] = h.hexdigest()[:24]
+    return _keys[zygote.isolation]
 
 
 def _cache_dir() -> Path:

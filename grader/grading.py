@@ -5,7 +5,6 @@ the jail there, runs the hidden tests against it, and assembles the Grade from p
 """
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 
@@ -68,29 +67,26 @@ def jail_limits(exercise: Exercise) -> JailLimits:
 
 
 def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
-    with tempfile.TemporaryDirectory(prefix="grader-sub-") as tmp:
-        root = Path(tmp) / "submission"
-        root.mkdir()
-        for name, data in submitted.files.items():   # a copy: the learner's folder is never written
-            (root / name).write_bytes(data)
-        session = SubmissionSession(root, exercise.modules, jail_limits(exercise))
-        session.toml = submitted.toml
-        try:
-            problem = start(session, exercise)
-            if problem is not None:
-                kind, message = problem
-                return assemble(exercise, [], [], GradeError(kind=kind, message=message),
-                                session.isolation, session.output())
-            collected = run_hidden_tests(exercise_dir(exercise.id) / "hidden", session)
-            error = None
-            if session.budget_exhausted:     # the checks after that point could not run
-                error = GradeError(kind="timeout", message=(
-                    f"the submission used up its {session.limits.wall_seconds:g} s wall-clock "
-                    "budget; the checks it had not reached by then fail"))
-            return assemble(exercise, collected.results, collected.diagnoses, error,
+    # the jail receives the files' bytes: the learner's folder is never written to, nor mounted
+    session = SubmissionSession(None, exercise.modules, jail_limits(exercise),
+                                files=submitted.files)
+    session.toml = submitted.toml
+    try:
+        problem = start(session, exercise)
+        if problem is not None:
+            kind, message = problem
+            return assemble(exercise, [], [], GradeError(kind=kind, message=message),
                             session.isolation, session.output())
-        finally:
-            session.close()
+        collected = run_hidden_tests(exercise_dir(exercise.id) / "hidden", session)
+        error = None
+        if session.budget_exhausted:     # the checks after that point could not run
+            error = GradeError(kind="timeout", message=(
+                f"the submission used up its {session.limits.wall_seconds:g} s wall-clock "
+                "budget; the checks it had not reached by then fail"))
+        return assemble(exercise, collected.results, collected.diagnoses, error,
+                        session.isolation, session.output())
+    finally:
+        session.close()
 
 
 def start(session: SubmissionSession, exercise: Exercise) -> tuple[str, str] | None:

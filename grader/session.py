@@ -9,13 +9,11 @@ replaced by a fresh one for the next check; the handles of the dead one stop wor
 """
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 
-from grader.jail import launcher
 from grader.jail.client import (Jail, JailCrash, JailError, JailTimeout, LearnerError, Limits,
-                                read_output, read_submission_files)
+                                default_zygote, output_file, read_output, read_submission_files)
 from grader.jail.wire import Handle
 
 
@@ -55,10 +53,11 @@ def freeze_long_lived_objects() -> None:
 
 
 class SubmissionSession:
-    def __init__(self, root: Path, modules: list[str], limits: Limits, generation: int = 0,
-                 zygote=None):
+    def __init__(self, root: Path | None, modules: list[str], limits: Limits, generation: int = 0,
+                 zygote=None, files: dict[str, bytes] | None = None):
+        """root: a folder holding the learner's files; or None, with `files` (name -> bytes)."""
         freeze_long_lived_objects()
-        self.root = Path(root)
+        self.root = Path(root) if root is not None else None
         self.modules = list(modules)
         self.limits = limits
         self.started = time.monotonic()
@@ -68,10 +67,10 @@ class SubmissionSession:
         self.budget_exhausted = False
         self.jails_started = 0
         self._zygote = zygote
-        self._files = None
+        self._files = dict(files) if files is not None else None
         # one output file for every jail of this submission: what each printed is kept, capped
-        self._output = tempfile.TemporaryFile(prefix="grader-out-")
-        self.isolation = zygote.isolation if zygote is not None else "process"
+        self._output = output_file()
+        self.isolation = zygote.isolation if zygote is not None else "none"
 
     # -- jail lifecycle ---------------------------------------------------------------------------------
     def budget_left(self) -> float:
@@ -92,7 +91,7 @@ class SubmissionSession:
             self.jail = None
             self.generation += 1
         timeout = self._timeout()
-        zygote = self._zygote or launcher.default_zygote()
+        zygote = self._zygote or default_zygote()
         self.isolation = zygote.isolation
         if self._files is None:
             self._files = read_submission_files(self.root)

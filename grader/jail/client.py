@@ -99,14 +99,15 @@ def read_submission_files(root: Path) -> dict[str, bytes]:
 class Jail:
     """One submission's jail: a process forked from the warm zygote, alone in its namespaces."""
 
-    def __init__(self, root: Path, limits: Limits, output=None, zygote=None, files=None):
-        self.root = Path(root)
+    def __init__(self, root: Path | None, limits: Limits, output=None, zygote=None, files=None):
+        """root: the folder holding the submission's files, or None with `files` given instead."""
+        self.root = Path(root) if root is not None else None
         self.limits = limits
-        self.zygote = zygote or launcher.default_zygote()
+        self.zygote = zygote or default_zygote()
         self.isolation = self.zygote.isolation
         self.ended: dict | None = None           # how the jail ended, once it has
         self._own_output = output is None
-        self.output_file = output if output is not None else tempfile.TemporaryFile(prefix="grader-out-")
+        self.output_file = output if output is not None else output_file()
         files = read_submission_files(self.root) if files is None else files
         self.id, uid, gid = launcher.next_identity()
         self.uid = uid
@@ -129,13 +130,16 @@ class Jail:
         self._poll_in, self._poll_out = select.poll(), select.poll()
         self._poll_in.register(self._from_jail, select.POLLIN)
         self._poll_out.register(self._to_jail, select.POLLOUT)
-        setup = {"files": {name: _bytes_tensor(data) for name, data in files.items()}}
-        timeout = min(limits.call_seconds, 30.0)
-        self._send(wire.encode(setup), timeout)
-        reply = self._receive(timeout)
-        if "error" in reply:
-            self.kill()
-            raise JailSandbox(f"the jail could not be set up: {reply['error'].get('message', '')}")
+        try:
+            setup = {"files": {name: _bytes_tensor(data) for name, data in files.items()}}
+            timeout = min(limits.call_seconds, 30.0)
+            self._send(wire.encode(setup), timeout)
+            reply = self._receive(timeout)
+            if "error" in reply:
+                raise JailSandbox(f"the jail could not be set up: {reply['error'].get('message', '')}")
+        except BaseException:
+            self.close()
+            raise
         self.info = reply["ok"]
 
     @property
@@ -270,6 +274,20 @@ class Jail:
         self._to_jail = self._from_jail = -1
         if self._own_output:
             self.output_file.close()
+
+
+def output_file():
+    """An unlinked file for what a jail prints; in memory (/dev/shm) where there is one."""
+    shm = "/dev/shm"
+    where = shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+    return tempfile.TemporaryFile(prefix="grader-out-", dir=where)
+
+
+def default_zygote():
+    try:
+        return launcher.default_zygote()
+    except launcher.ZygoteError as exc:
+        raise JailSandbox(f"no jail could be started: {exc}") from None
 
 
 def read_output(file, cap: int) -> str:

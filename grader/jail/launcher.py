@@ -162,6 +162,8 @@ class Zygote:
                               "(Debian/Ubuntu: apt-get install bubblewrap)")
         if bwrap is None and self.requested == "auto":
             self.warning = "bubblewrap (bwrap) is not installed."
+        elif self.requested == "process":
+            self.warning = "GRADER_JAIL=process: bubblewrap is not used."
         self._start("bubblewrap" if bwrap else "process", bwrap)
 
     def _start(self, mode: str, bwrap: str | None):
@@ -236,24 +238,31 @@ class Zygote:
             text = ""
         return f": {text}" if text else ""
 
-    def call(self, message: dict, fds=(), timeout: float = CONTROL_TIMEOUT):
+    def call(self, message: dict, fds=(), timeout: float = CONTROL_TIMEOUT, reply: bool = True):
+        """Send one request; with reply=False do not wait (the zygote sends no answer)."""
         self.wait_ready()
         with self.lock:
             if not self.alive:
                 raise ZygoteError(f"the zygote is not running{self._stderr()}")
+            if not reply:
+                message = {**message, "reply": False}
             try:
                 socket.send_fds(self.sock, [json.dumps(message).encode()], list(fds))
             except OSError as exc:
                 self._stop()
                 raise ZygoteError(f"the zygote stopped answering ({exc})") from None
-            return self._recv(timeout)
+            return self._recv(timeout) if reply else None
 
     def spawn(self, jail_id: int, uid: int, gid: int, limits: dict, fds) -> int:
         return self.call({"op": "spawn", "id": jail_id, "uid": uid, "gid": gid, "limits": limits},
                          fds)["pid"]
 
     def kill(self, jail_id: int, wait: bool = True) -> dict | None:
-        return self.call({"op": "kill", "id": jail_id, "wait": wait})
+        """SIGKILL a jail's PID 1. wait=False: the signal is sent by the zygote as it reads this
+        message, before it serves anything else; nobody waits for the answer or the reaping."""
+        if not wait:
+            return self.call({"op": "kill", "id": jail_id, "wait": False}, reply=False)
+        return self.call({"op": "kill", "id": jail_id, "wait": True})
 
     def collect(self) -> int:
         """Block until every killed jail has been reaped (none of its processes is left)."""
@@ -263,6 +272,8 @@ class Zygote:
         return self.call({"op": "reap", "id": jail_id, "grace": grace}, timeout=CONTROL_TIMEOUT + grace)
 
     def _stop(self):
+        """Close the control socket (the zygote then kills its jails, cleans up and exits);
+        SIGKILL it if it has not within two seconds."""
         if self.sock is not None:
             try:
                 self.sock.close()
@@ -271,10 +282,13 @@ class Zygote:
             self.sock = None
         if self.proc is not None and self.proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.proc.wait()
+                self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self.proc.wait()
 
     def close(self):
         with self.lock:

