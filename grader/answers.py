@@ -64,11 +64,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Annotated, Callable, Iterable, Literal, Mapping, Sequence, Union
 
+from grader.locale import Message, N_, join, msg
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
+    SkipValidation,
     StrictFloat,
     StrictInt,
     StrictStr,
@@ -158,8 +160,8 @@ def _show(text: str) -> str:
     return safe if len(safe) <= _SHOWN_CHARS else safe[: _SHOWN_CHARS - 1] + "…"
 
 
-_FORMS_HELP = ("write a number (1234567, 1,234,567, 0.125, 1.5e-3) "
-               "or a simple expression (3/4, sqrt(2), ln(10), 2**10)")
+_FORMS_HELP = msg("write a number (1234567, 1,234,567, 0.125, 1.5e-3) "
+                  "or a simple expression (3/4, sqrt(2), ln(10), 2**10)")
 
 
 # -- text normalisation ------------------------------------------------------------------------
@@ -175,8 +177,9 @@ def _normalise(raw: str) -> str:
     text = _SUPERSCRIPT_RUN.sub(lambda m: "**(" + m.group().translate(_SUPERSCRIPTS) + ")", raw)
     for c in text:
         if unicodedata.category(c) == "No":
-            raise _Refused("unreadable", f"{_show(raw)!r} contains {c!r}: write it with digits and "
-                                         "operators (e.g. 1/2 rather than ½)")
+            raise _Refused("unreadable", msg("{text} contains {char}: write it with digits and "
+                                             "operators (e.g. 1/2 rather than ½)",
+                                             text=repr(_show(raw)), char=repr(c)))
     text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_SYMBOLS)
     return text.strip()
 
@@ -205,8 +208,9 @@ def _exact_decimal(literal: str) -> Fraction:
     literal = literal.replace("_", "")
     mantissa, _, exponent = literal.lower().partition("e")
     if exponent and abs(int(exponent)) > MAX_DECIMAL_EXPONENT:
-        raise _Refused("too-large", f"the exponent in {_show(literal)} is out of range "
-                                    f"(at most {MAX_DECIMAL_EXPONENT} either way)")
+        raise _Refused("too-large", msg("the exponent in {literal} is out of range "
+                                        "(at most {limit} either way)", literal=_show(literal),
+                                        limit=MAX_DECIMAL_EXPONENT))
     return _checked(Fraction(literal))
 
 
@@ -225,12 +229,12 @@ def _read_plain(text: str) -> Number | None:
 def _refuse_separators(text: str) -> None:
     """Explain why digits with separators that are not groups of three were not read."""
     if "," in text:
-        raise _Refused("ambiguous-comma", (
-            f"{_show(text)!r} is ambiguous: write decimals with a point (1.5), and use commas "
-            "only between groups of three digits (1,234,567)"))
-    raise _Refused("bad-grouping", (
-        f"{_show(text)!r} has digit groups that are not three digits long: separate thousands "
-        "as 1 234 567 or 1_234_567, or write the digits without separators"))
+        raise _Refused("ambiguous-comma", msg(
+            "{text} is ambiguous: write decimals with a point (1.5), and use commas "
+            "only between groups of three digits (1,234,567)", text=repr(_show(text))))
+    raise _Refused("bad-grouping", msg(
+        "{text} has digit groups that are not three digits long: separate thousands "
+        "as 1 234 567 or 1_234_567, or write the digits without separators", text=repr(_show(text))))
 
 
 # -- expressions -------------------------------------------------------------------------------
@@ -239,18 +243,18 @@ def _checked(value: Fraction | float) -> Fraction | float:
     """Keep values finite and small enough to compute with; huge exact values become floats."""
     if isinstance(value, Fraction):
         if abs(value) > MAX_MAGNITUDE:
-            raise _Refused("too-large", "the value is too large to be an answer")
+            raise _Refused("too-large", msg("the value is too large to be an answer"))
         if max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_EXACT_BITS:
             return float(value)
         return value
     if isinstance(value, complex) or not math.isfinite(value):
-        raise _Refused("too-large", "the value is too large to be an answer")
+        raise _Refused("too-large", msg("the value is too large to be an answer"))
     return value
 
 
 def _ln(x: Fraction | float) -> float:
     if x <= 0:
-        raise _Refused("math-domain", "the logarithm needs a positive number")
+        raise _Refused("math-domain", msg("the logarithm needs a positive number"))
     return math.log(x)
 
 
@@ -258,7 +262,7 @@ def _log(x: Fraction | float, base: Fraction | float | None = None) -> float:
     if base is None:
         return _ln(x)
     if base <= 0 or base == 1:
-        raise _Refused("math-domain", "the base b of log(x, b) must be positive and not 1")
+        raise _Refused("math-domain", msg("the base b of log(x, b) must be positive and not 1"))
     return _ln(x) / math.log(base)
 
 
@@ -276,12 +280,12 @@ def _exp(x: Fraction | float) -> float:
     try:
         return math.exp(x)
     except OverflowError:
-        raise _Refused("too-large", "the value overflows in exp(...): it is too large to be an answer")
+        raise _Refused("too-large", msg("the value overflows in exp(...): it is too large to be an answer"))
 
 
 def _sqrt(x: Fraction | float) -> Fraction | float:
     if x < 0:
-        raise _Refused("math-domain", "the square root needs a number that is not negative")
+        raise _Refused("math-domain", msg("the square root needs a number that is not negative"))
     if isinstance(x, Fraction):
         num, den = math.isqrt(x.numerator), math.isqrt(x.denominator)
         if num * num == x.numerator and den * den == x.denominator:
@@ -298,23 +302,23 @@ _FUNCTIONS: dict[str, tuple[Callable[..., Fraction | float], tuple[int, ...]]] =
     "sqrt": (_sqrt, (1,)),
 }
 _CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
-_ALLOWED_HELP = ("only numbers, + - * / ** ^, parentheses, pi, e and the functions "
-                 "ln, log, log2, log10, exp, sqrt are allowed")
+_ALLOWED_HELP = msg("only numbers, + - * / ** ^, parentheses, pi, e and the functions "
+                    "ln, log, log2, log10, exp, sqrt are allowed")
 
 
 def _power(base: Fraction | float, exponent: Fraction | float) -> Fraction | float:
     if base == 0 and exponent < 0:
-        raise _Refused("division-by-zero", "division by zero (0 to a negative power)")
+        raise _Refused("division-by-zero", msg("division by zero (0 to a negative power)"))
     if isinstance(base, Fraction) and isinstance(exponent, Fraction) and exponent.denominator == 1:
         bits = max(base.numerator.bit_length(), base.denominator.bit_length())
         if abs(exponent.numerator) * bits <= MAX_EXACT_BITS:
             return base ** exponent.numerator
     if base < 0 and not float(exponent).is_integer():
-        raise _Refused("math-domain", "a negative number to a fractional power is not a real number")
+        raise _Refused("math-domain", msg("a negative number to a fractional power is not a real number"))
     try:
         return math.pow(base, exponent)
     except OverflowError:
-        raise _Refused("too-large", "the power is too large to be an answer")
+        raise _Refused("too-large", msg("the power is too large to be an answer"))
 
 
 def _binary(op: ast.operator, left: Fraction | float, right: Fraction | float) -> Fraction | float:
@@ -327,11 +331,12 @@ def _binary(op: ast.operator, left: Fraction | float, right: Fraction | float) -
             return left * right
         case ast.Div():
             if right == 0:
-                raise _Refused("division-by-zero", "division by zero")
+                raise _Refused("division-by-zero", msg("division by zero"))
             return left / right
         case ast.Pow():
             return _power(left, right)
-    raise _Refused("unsafe-expression", f"the operator {type(op).__name__} is not allowed: {_ALLOWED_HELP}")
+    raise _Refused("unsafe-expression", msg("the operator {operator} is not allowed: {allowed}",
+                                            operator=type(op).__name__, allowed=_ALLOWED_HELP))
 
 
 def _evaluate(node: ast.AST, source: str) -> Fraction | float:
@@ -342,8 +347,9 @@ def _evaluate(node: ast.AST, source: str) -> Fraction | float:
         case ast.Constant(value=float()):
             return _exact_decimal(ast.get_source_segment(source, node) or "nan")
         case ast.Constant():  # True, strings, bytes, complex numbers, None, ...
-            raise _Refused("unsafe-expression", f"{_show(ast.get_source_segment(source, node) or '')!r} "
-                                                f"is not a number: {_ALLOWED_HELP}")
+            raise _Refused("unsafe-expression", msg("{text} is not a number: {allowed}",
+                                                    text=repr(_show(ast.get_source_segment(source, node) or '')),
+                                                    allowed=_ALLOWED_HELP))
         case ast.UnaryOp(op=ast.USub(), operand=operand):
             return -_evaluate(operand, source)
         case ast.UnaryOp(op=ast.UAdd(), operand=operand):
@@ -353,28 +359,35 @@ def _evaluate(node: ast.AST, source: str) -> Fraction | float:
             try:
                 return _checked(_binary(op, a, b))
             except (ArithmeticError, ValueError):
-                raise _Refused("too-large", "the value is out of range")
+                raise _Refused("too-large", msg("the value is out of range"))
         case ast.Name(id=name) if name.lower() in _CONSTANTS:
             return _CONSTANTS[name.lower()]
         case ast.Name(id=name):
-            raise _Refused("unsafe-expression", f"unknown name {_show(name)!r}: {_ALLOWED_HELP}")
+            raise _Refused("unsafe-expression", msg("unknown name {name}: {allowed}",
+                                                    name=repr(_show(name)), allowed=_ALLOWED_HELP))
         case ast.Call(func=ast.Name(id=name), args=args, keywords=[]) if name.lower() in _FUNCTIONS:
             function, arities = _FUNCTIONS[name.lower()]
             if len(args) not in arities or any(isinstance(a, ast.Starred) for a in args):
-                raise _Refused("unsafe-expression", f"the function {name.lower()} takes "
-                                                    f"{' or '.join(map(str, arities))} argument(s)")
+                if len(arities) == 1:
+                    raise _Refused("unsafe-expression", msg("the function {name} takes {n} argument(s)",
+                                                            name=name.lower(), n=arities[0]))
+                raise _Refused("unsafe-expression", msg("the function {name} takes {a} or {b} argument(s)",
+                                                        name=name.lower(), a=arities[0], b=arities[1]))
             values = [_evaluate(a, source) for a in args]
             try:
                 return _checked(function(*values))
             except (ArithmeticError, ValueError):  # e.g. ln of a value that rounds to 0.0
-                raise _Refused("math-domain", f"the value of {name.lower()}(...) is out of range")
+                raise _Refused("math-domain", msg("the value of {name}(...) is out of range",
+                                                  name=name.lower()))
         case ast.Call():
-            raise _Refused("unsafe-expression", f"that function call is not allowed: {_ALLOWED_HELP}")
+            raise _Refused("unsafe-expression", msg("that function call is not allowed: {allowed}",
+                                                    allowed=_ALLOWED_HELP))
         case ast.Tuple():
-            raise _Refused("ambiguous-comma", (
+            raise _Refused("ambiguous-comma", msg(
                 "a comma here is ambiguous: write decimals with a point (1.5), thousands without "
                 "separators inside an expression, and lists as TOML arrays [a, b]"))
-    raise _Refused("unsafe-expression", f"{type(node).__name__} is not allowed: {_ALLOWED_HELP}")
+    raise _Refused("unsafe-expression", msg("{node} is not allowed: {allowed}",
+                                            node=type(node).__name__, allowed=_ALLOWED_HELP))
 
 
 def _parse_expression(text: str) -> ast.expr:
@@ -382,13 +395,16 @@ def _parse_expression(text: str) -> ast.expr:
         return ast.parse(text, mode="eval").body
     except Exception:  # SyntaxError, ValueError (NUL bytes), RecursionError, MemoryError
         if "," in text:
-            raise _Refused("ambiguous-comma", (
-                f"could not read {_show(text)!r}: commas are read only as thousands separators "
-                "in a single plain number (1,234,567); inside an expression write 1234567"))
+            raise _Refused("ambiguous-comma", msg(
+                "could not read {text}: commas are read only as thousands separators "
+                "in a single plain number (1,234,567); inside an expression write 1234567",
+                text=repr(_show(text))))
         if "%" in text:
-            raise _Refused("unreadable", f"could not read {_show(text)!r}: percent signs are not "
-                                         "read; write the value as a plain number")
-        raise _Refused("unreadable", f"could not read {_show(text)!r} as a number: {_FORMS_HELP}")
+            raise _Refused("unreadable", msg("could not read {text}: percent signs are not "
+                                             "read; write the value as a plain number",
+                                             text=repr(_show(text))))
+        raise _Refused("unreadable", msg("could not read {text} as a number: {forms}",
+                                         text=repr(_show(text)), forms=_FORMS_HELP))
 
 
 def _number_from_node(node: ast.expr, source: str) -> Number:
@@ -405,14 +421,16 @@ def _number_from_node(node: ast.expr, source: str) -> Number:
 def _read_text(raw: str) -> Number | tuple[list, str]:
     """A string: one number, or (for "[...]") a nested list of ast nodes plus the source."""
     if len(raw) > MAX_CHARS:
-        raise _Refused("too-long", f"the answer is {len(raw)} characters long; the limit is {MAX_CHARS}")
+        raise _Refused("too-long", msg("the answer is {n} characters long; the limit is {limit}",
+                                       n=len(raw), limit=MAX_CHARS))
     text = _normalise(raw)
     if len(text) > MAX_CHARS:
-        raise _Refused("too-long", f"the answer is too long once normalised; the limit is {MAX_CHARS}")
+        raise _Refused("too-long", msg("the answer is too long once normalised; the limit is {limit}",
+                                       limit=MAX_CHARS))
     if not text:
-        raise _Refused("empty", "the answer is empty: " + _FORMS_HELP)
+        raise _Refused("empty", msg("the answer is empty: {forms}", forms=_FORMS_HELP))
     if _NAN.fullmatch(text):
-        raise _Refused("nan", "not a number (nan) is not an answer: " + _FORMS_HELP)
+        raise _Refused("nan", msg("not a number (nan) is not an answer: {forms}", forms=_FORMS_HELP))
     if (number := _read_plain(text)) is not None:
         return Number(number.value, raw.strip(), number.notation)
     if _SEPARATED.fullmatch(text):
@@ -432,13 +450,14 @@ def _read_scalar(raw: object) -> Number:
     """One learner value that is not a list."""
     match raw:
         case None:
-            raise _Refused("missing", "no answer given")
+            raise _Refused("missing", msg("no answer given"))
         case bool():
-            raise _Refused("not-a-number", f"{str(raw).lower()} is not a number: {_FORMS_HELP}")
+            raise _Refused("not-a-number", msg("{value} is not a number: {forms}",
+                                               value=str(raw).lower(), forms=_FORMS_HELP))
         case int():
             return Number(_checked(Fraction(raw)), str(raw), "integer")
         case float() if math.isnan(raw):
-            raise _Refused("nan", "not a number (nan) is not an answer: " + _FORMS_HELP)
+            raise _Refused("nan", msg("not a number (nan) is not an answer: {forms}", forms=_FORMS_HELP))
         case float() if math.isinf(raw):
             return Number(raw, "inf" if raw > 0 else "-inf", "infinity")
         case float():
@@ -448,22 +467,24 @@ def _read_scalar(raw: object) -> Number:
             read = _read_text(raw)
             if isinstance(read, Number):
                 return read
-            raise _Refused("not-a-number", "a list inside a list must be written as a nested TOML "
-                                           "array, not as a string")
+            raise _Refused("not-a-number", msg("a list inside a list must be written as a nested "
+                                               "TOML array, not as a string"))
         case dict():
-            raise _Refused("not-a-number", "a TOML table is not an answer: " + _FORMS_HELP)
-    raise _Refused("not-a-number", f"a {type(raw).__name__} is not an answer: {_FORMS_HELP}")
+            raise _Refused("not-a-number", msg("a TOML table is not an answer: {forms}",
+                                               forms=_FORMS_HELP))
+    raise _Refused("not-a-number", msg("a {type} is not an answer: {forms}",
+                                       type=type(raw).__name__, forms=_FORMS_HELP))
 
 
-def _where(path: Sequence[int], ndim: int) -> str:
+def _where(path: Sequence[int], ndim: int) -> Message:
     """1-based position of an element: 'element 3', 'row 2, column 1', 'element [1, 2, 3]'."""
     if ndim == 1 and len(path) == 1:
-        return f"element {path[0] + 1}"
+        return msg("element {n}", n=path[0] + 1)
     if ndim == 2 and len(path) == 2:
-        return f"row {path[0] + 1}, column {path[1] + 1}"
+        return msg("row {row}, column {column}", row=path[0] + 1, column=path[1] + 1)
     if len(path) == 1:
-        return f"row {path[0] + 1}"
-    return "element [" + ", ".join(str(i + 1) for i in path) + "]"
+        return msg("row {row}", row=path[0] + 1)
+    return msg("element [{path}]", path=", ".join(str(i + 1) for i in path))
 
 
 def _build_array(items: list, read_leaf: Callable[[object], Number]) -> NumberArray:
@@ -471,12 +492,12 @@ def _build_array(items: list, read_leaf: Callable[[object], Number]) -> NumberAr
 
     def build(node: list, path: tuple[int, ...]) -> tuple[tuple[Number, ...], tuple[int, ...]]:
         if len(path) >= MAX_DIMS:
-            raise _Refused("too-large", f"lists may be nested at most {MAX_DIMS} deep")
+            raise _Refused("too-large", msg("lists may be nested at most {n} deep", n=MAX_DIMS))
         if not node:
-            raise _Refused("empty", "an empty list is not an answer" if not path
-                           else f"{_where(path, len(path) + 1)} is an empty list")
+            raise _Refused("empty", msg("an empty list is not an answer") if not path
+                           else msg("{where} is an empty list", where=_where(path, len(path) + 1)))
         if len(node) > MAX_ELEMENTS:
-            raise _Refused("too-large", f"the list has more than {MAX_ELEMENTS} elements")
+            raise _Refused("too-large", msg("the list has more than {n} elements", n=MAX_ELEMENTS))
         children = []
         for i, item in enumerate(node):
             if isinstance(item, (list, tuple)):
@@ -487,19 +508,24 @@ def _build_array(items: list, read_leaf: Callable[[object], Number]) -> NumberAr
                 except _Refused as refused:
                     depth = len(path) + 1
                     ndim = depth if all(not isinstance(x, (list, tuple)) for x in node) else depth + 1
-                    raise _Refused(refused.code, f"{_where((*path, i), ndim)}: {refused.message}")
+                    raise _Refused(refused.code, msg("{where}: {message}",
+                                                     where=_where((*path, i), ndim),
+                                                     message=refused.message))
         shapes = {shape for _, shape in children}
         if len(shapes) > 1:
-            what = "rows" if not path else "the lists inside " + _where(path, len(path) + 1)
             if () in shapes:
-                raise _Refused("ragged", f"the answer mixes numbers and lists: write a list of "
-                                         f"numbers, or a list of rows")
+                raise _Refused("ragged", msg("the answer mixes numbers and lists: write a list of "
+                                             "numbers, or a list of rows"))
             lengths = ", ".join(str(shape[0]) for _, shape in children)
-            raise _Refused("ragged", f"the {what} have different lengths ({lengths}): "
-                                     "every row must have the same length")
+            if not path:
+                raise _Refused("ragged", msg("the rows have different lengths ({lengths}): "
+                                             "every row must have the same length", lengths=lengths))
+            raise _Refused("ragged", msg("the lists inside {where} have different lengths "
+                                         "({lengths}): every row must have the same length",
+                                         where=_where(path, len(path) + 1), lengths=lengths))
         values = tuple(v for child, _ in children for v in child)
         if len(values) > MAX_ELEMENTS:
-            raise _Refused("too-large", f"the list has more than {MAX_ELEMENTS} elements")
+            raise _Refused("too-large", msg("the list has more than {n} elements", n=MAX_ELEMENTS))
         return values, (len(node), *shapes.pop())
 
     values, shape = build(items, ())
@@ -523,7 +549,7 @@ def parse_answer(raw: object) -> Number | NumberArray | ParseError:
             return read
         return _read_scalar(raw)
     except _Refused as refused:
-        return ParseError(refused.message[:1].upper() + refused.message[1:] + ".", refused.code)
+        return ParseError(msg("{message}.", message=refused.message).capitalized(), refused.code)
 
 
 def parse_choice(raw: object, letters: Iterable[str]) -> str | ParseError:
@@ -531,21 +557,27 @@ def parse_choice(raw: object, letters: Iterable[str]) -> str | ParseError:
     valid = sorted(letter.upper() for letter in letters)
     listed = _or_list(valid)
     if raw is None:
-        return ParseError(f"No answer given: answer with one letter, {listed}.", "missing")
+        return ParseError(msg("No answer given: answer with one letter, {letters}.", letters=listed),
+                          "missing")
     if not isinstance(raw, str):
-        return ParseError(f"Answer with the letter of one option ({listed}), written as a TOML "
-                          'string such as "A".', "not-a-letter")
+        return ParseError(msg('Answer with the letter of one option ({letters}), written as a TOML '
+                              'string such as "A".', letters=listed), "not-a-letter")
     if len(raw) > MAX_CHARS:
-        return ParseError(f"The answer is too long: answer with one letter, {listed}.", "too-long")
+        return ParseError(msg("The answer is too long: answer with one letter, {letters}.",
+                              letters=listed), "too-long")
     letter = unicodedata.normalize("NFKC", raw).translate(_INVISIBLE).strip().upper()
     if letter in valid:
         return letter
-    return ParseError(f"{_show(raw.strip())!r} is not one of the options: answer with one "
-                      f"letter, {listed}.", "not-a-letter")
+    return ParseError(msg("{text} is not one of the options: answer with one letter, {letters}.",
+                          text=repr(_show(raw.strip())), letters=listed), "not-a-letter")
 
 
 def _or_list(items: Sequence[str], word: str = "or") -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
+    if len(items) == 1:
+        return items[0]
+    if word == "and":
+        return msg("{head} and {last}", head=", ".join(items[:-1]), last=items[-1])
+    return msg("{head} or {last}", head=", ".join(items[:-1]), last=items[-1])
 
 
 # -- questions ---------------------------------------------------------------------------------
@@ -632,10 +664,10 @@ class RealQuestion(_QuestionBase):
 
     def describe_tolerance(self) -> str:
         if self.tol_kind == "abs":
-            return f"within ±{self.tol:g} of the answer"
+            return msg("within ±{tol:g} of the answer", tol=self.tol)
         if self.tol_kind == "rel":
-            return f"within {self.tol * 100:g}% of the answer"
-        return f"equal to the answer to {self.sigfigs} significant figures"
+            return msg("within {percent:g}% of the answer", percent=self.tol * 100)
+        return msg("equal to the answer to {n} significant figures", n=self.sigfigs)
 
 
 def _decimal_exponent(x: Fraction) -> int:
@@ -701,7 +733,7 @@ class AnswerResult(BaseModel):
 
     question_id: str
     passed: bool
-    message: str
+    message: SkipValidation[str]    # a grader.locale Message: English text that can be translated
     form_error: bool = False
     code: str
     wrong_elements: tuple[tuple[int, ...], ...] = ()
@@ -731,14 +763,14 @@ def check_answer(question: IntegerQuestion | RealQuestion | InfQuestion | Choice
     except Exception:  # a bug here must not crash a grading run: fail the answer, visibly
         return AnswerResult(question_id=question.id, passed=False, form_error=True,
                             code="internal-error",
-                            message="This answer could not be checked because of a grader error; "
-                                    "please tell the course staff.")
+                            message=msg("This answer could not be checked because of a grader "
+                                        "error; please tell the course staff."))
 
 
 def _result(question, passed: bool, code: str, message: str, *, form_error: bool = False,
             wrong: tuple[tuple[int, ...], ...] = (), hint: bool = False) -> AnswerResult:
     if hint and question.hint:
-        message = f"{message} {question.hint}"
+        message = msg("{message} {hint}", message=message, hint=question.hint)
     return AnswerResult(question_id=question.id, passed=passed, code=code, message=message,
                         form_error=form_error, wrong_elements=wrong)
 
@@ -754,12 +786,14 @@ def _check_choice(question: ChoiceQuestion, raw: object) -> AnswerResult:
         if isinstance(raw, (str, int, float)) and not isinstance(raw, bool):
             said = unicodedata.normalize("NFKC", str(raw)).strip().casefold()
             if any(said == text.strip().casefold() for text in question.options.values()):
-                return _result(question, False, "not-a-letter", form_error=True, message=(
-                    f"Answer with the option's letter ({_or_list(letters)}), not its text."))
+                return _result(question, False, "not-a-letter", form_error=True, message=msg(
+                    "Answer with the option's letter ({letters}), not its text.",
+                    letters=_or_list(letters)))
         return _form_error(question, letter)
     if letter == question.answer:
-        return _result(question, True, "correct", "Correct.")
-    return _result(question, False, "wrong", f"{letter} is not the right choice.", hint=True)
+        return _result(question, True, "correct", msg("Correct."))
+    return _result(question, False, "wrong", msg("{letter} is not the right choice.", letter=letter),
+                   hint=True)
 
 
 def _check_inf(question: InfQuestion, raw: object) -> AnswerResult:
@@ -768,16 +802,18 @@ def _check_inf(question: InfQuestion, raw: object) -> AnswerResult:
         return _form_error(question, got)
     if isinstance(got, NumberArray):
         return _result(question, False, "wrong-shape", form_error=True,
-                       message=f"Expected a single value, got {_describe_shape(got.shape)}.")
+                       message=msg("Expected a single value, got {shape}.",
+                                   shape=_describe_shape(got.shape)))
     negative = question.answer == "-inf"
     if got.is_finite:
-        return _result(question, False, "finite", hint=True, message=(
-            f"{_shown(got)} is a finite number. Compare the true result with the largest finite "
+        return _result(question, False, "finite", hint=True, message=msg(
+            "{shown} is a finite number. Compare the true result with the largest finite "
             "value the dtype can hold: what does a floating-point result become when it goes "
-            "past that value (overflow)?"))
+            "past that value (overflow)?", shown=_shown(got)))
     if (got.value < 0) != negative:
-        return _result(question, False, "wrong-sign", f"{_shown(got)} has the wrong sign.", hint=True)
-    return _result(question, True, "correct", "Correct.")
+        return _result(question, False, "wrong-sign", msg("{shown} has the wrong sign.",
+                                                          shown=_shown(got)), hint=True)
+    return _result(question, True, "correct", msg("Correct."))
 
 
 def _shown(number: Number) -> str:
@@ -785,7 +821,7 @@ def _shown(number: Number) -> str:
     text = _show(number.text)
     if _PLAIN.fullmatch(number.text) or number.notation == "infinity":
         return text
-    return f"{text} (read as {_format_value(number.value)})"
+    return msg("{text} (read as {value})", text=text, value=_format_value(number.value))
 
 
 def _format_value(value: Fraction | float) -> str:
@@ -822,29 +858,31 @@ def _looks_rounded(number: Number) -> bool:
     return number.notation == "decimal" and abs(number.value) >= 1000 and number.value % 1000 == 0
 
 
-_SCALAR_TEXT: dict[str, str] = {
-    "not-finite": "{shown} is not finite: this answer is a finite number.",
-    "not-whole": "{shown} is not a whole number: this answer is an exact integer.",
-    "not-exact": ("{shown} is not exact: this answer is an exact integer; write all its digits "
-                  "(e.g. 1,234,567 rather than 1.23e6)."),
-    "wrong": "{shown} is not correct.",
-    "out-of-tolerance": "{shown} is not {tolerance}.",
+_SCALAR_TEXT: dict[str, str] = {   # msgids (grader.locale), filled with shown= and tolerance=
+    "not-finite": N_("{shown} is not finite: this answer is a finite number."),
+    "not-whole": N_("{shown} is not a whole number: this answer is an exact integer."),
+    "not-exact": N_("{shown} is not exact: this answer is an exact integer; write all its digits "
+                    "(e.g. 1,234,567 rather than 1.23e6)."),
+    "wrong": N_("{shown} is not correct."),
+    "out-of-tolerance": N_("{shown} is not {tolerance}."),
 }
 _ELEMENT_NOTE: dict[str, str] = {
-    "not-finite": "{where} ({shown}) is not finite.",
-    "not-whole": "{where} ({shown}) is not a whole number: every element is an exact integer.",
-    "not-exact": "{where} ({shown}) is not exact: write all its digits.",
+    "not-finite": N_("{where} ({shown}) is not finite."),
+    "not-whole": N_("{where} ({shown}) is not a whole number: every element is an exact integer."),
+    "not-exact": N_("{where} ({shown}) is not exact: write all its digits."),
 }
 
 
-def _describe_shape(shape: tuple[int, ...]) -> str:
+def _describe_shape(shape: tuple[int, ...]) -> Message:
     if not shape:
-        return "a single number"
+        return msg("a single number")
     if len(shape) == 1:
-        return f"a list of {shape[0]} value{'s' if shape[0] != 1 else ''}"
+        if shape[0] == 1:
+            return msg("a list of {n} value", n=shape[0])
+        return msg("a list of {n} values", n=shape[0])
     if len(shape) == 2:
-        return f"a {shape[0]}×{shape[1]} matrix"
-    return "an array of shape " + "×".join(map(str, shape))
+        return msg("a {rows}×{columns} matrix", rows=shape[0], columns=shape[1])
+    return msg("an array of shape {shape}", shape="×".join(map(str, shape)))
 
 
 def _check_numbers(question: IntegerQuestion | RealQuestion, raw: object) -> AnswerResult:
@@ -853,17 +891,21 @@ def _check_numbers(question: IntegerQuestion | RealQuestion, raw: object) -> Ans
         return _form_error(question, got)
     key = question.key
     if got.shape != key.shape:
-        message = f"Expected {_describe_shape(key.shape)}, got {_describe_shape(got.shape)}."
+        shapes = dict(expected=_describe_shape(key.shape), got=_describe_shape(got.shape))
         if len(key.shape) >= 2 and math.prod(key.shape) == math.prod(got.shape):
-            message += " Write a matrix as a list of rows, e.g. [[a, b], [c, d]]."
+            message = msg("Expected {expected}, got {got}. Write a matrix as a list of rows, "
+                          "e.g. [[a, b], [c, d]].", **shapes)
+        else:
+            message = msg("Expected {expected}, got {got}.", **shapes)
         return _result(question, False, "wrong-shape", message, form_error=True)
     if isinstance(got, Number):
         verdict = _verdict(question, key, got)
         if verdict == "ok":
-            return _result(question, True, "correct", "Correct.")
+            return _result(question, True, "correct", msg("Correct."))
         tolerance = question.describe_tolerance() if isinstance(question, RealQuestion) else ""
         return _result(question, False, verdict, hint=True,
-                       message=_SCALAR_TEXT[verdict].format(shown=_shown(got), tolerance=tolerance))
+                       message=Message(_SCALAR_TEXT[verdict], {"shown": _shown(got),
+                                                               "tolerance": tolerance}))
     return _check_elements(question, key, got)
 
 
@@ -874,24 +916,27 @@ def _check_elements(question: IntegerQuestion | RealQuestion, key: NumberArray,
     verdicts = [_verdict(question, k, g) for k, g in zip(key.values, got.values)]
     wrong = [i for i, v in enumerate(verdicts) if v != "ok"]
     if not wrong:
-        return _result(question, True, "correct", "Correct.")
+        return _result(question, True, "correct", msg("Correct."))
 
-    verb = "is" if len(wrong) == 1 else "are"
     if isinstance(question, RealQuestion):
         criterion = question.describe_tolerance()
     else:
-        criterion = "correct (each element is an exact integer)"
-    parts = [f"{_capital(_positions(positions, wrong, shape))} {verb} not {criterion}."]
+        criterion = msg("correct (each element is an exact integer)")
+    named = _capital(_positions(positions, wrong, shape))
+    if len(wrong) == 1:
+        parts = [msg("{positions} is not {criterion}.", positions=named, criterion=criterion)]
+    else:
+        parts = [msg("{positions} are not {criterion}.", positions=named, criterion=criterion)]
 
     noted: set[str] = set()
     for i in wrong:
         if verdicts[i] in _ELEMENT_NOTE and verdicts[i] not in noted:
             noted.add(verdicts[i])
             where_i = _where(positions[i], len(shape))
-            parts.append(_ELEMENT_NOTE[verdicts[i]].format(
-                where=_capital(where_i), shown=_show(got.values[i].text)))
+            parts.append(Message(_ELEMENT_NOTE[verdicts[i]], {
+                "where": _capital(where_i), "shown": _show(got.values[i].text)}))
     parts.extend(_order_notes(question, key, got, wrong, positions))
-    return _result(question, False, "wrong-elements", " ".join(parts), hint=True,
+    return _result(question, False, "wrong-elements", join(parts, " "), hint=True,
                    wrong=tuple(positions[i] for i in wrong))
 
 
@@ -905,13 +950,13 @@ def _order_notes(question, key: NumberArray, got: NumberArray, wrong: list[int],
     if len(shape) == 2 and shape[0] == shape[1]:
         n = shape[0]
         if all(ok(r * n + c, c * n + r) for r in range(n) for c in range(n)):
-            return ["The matrix looks transposed: write it as a list of rows."]
+            return [msg("The matrix looks transposed: write it as a list of rows.")]
     notes = []
     for a, i in enumerate(wrong):
         for j in wrong[a + 1:]:
             if ok(i, j) and ok(j, i):
                 pair = _positions(positions, [i, j], shape, total=False)
-                notes.append(f"{_capital(pair)} look swapped: check the order.")
+                notes.append(msg("{pair} look swapped: check the order.", pair=_capital(pair)))
     return notes[:3]
 
 
@@ -920,21 +965,31 @@ def _positions(positions: list[tuple[int, ...]], chosen: list[int], shape: tuple
     """'elements 1 and 2 of 4', 'row 2, column 1 of the 2×2 matrix' (at most six named)."""
     if len(shape) == 1:
         numbers = [str(positions[i][0] + 1) for i in chosen]
-        named = _or_list(numbers[:6] + ([f"{len(numbers) - 6} more"] if len(numbers) > 6 else []),
+        named = _or_list(numbers[:6] + ([msg("{n} more", n=len(numbers) - 6)] if len(numbers) > 6 else []),
                          "and")
-        text = f"element{'s' if len(chosen) > 1 else ''} {named}"
-        return f"{text} of {shape[0]}" if total else text
+        text = msg("elements {named}", named=named) if len(chosen) > 1 else msg("element {named}", named=named)
+        return msg("{text} of {n}", text=text, n=shape[0]) if total else text
     labels = [_where(positions[i], len(shape)) for i in chosen][:6]
     if len(chosen) > 6:
-        labels.append(f"{len(chosen) - 6} more")
-    named = " and ".join(labels) if len(labels) <= 2 else "; ".join(labels[:-1]) + "; and " + labels[-1]
+        labels.append(msg("{n} more", n=len(chosen) - 6))
+    if len(labels) == 1:
+        named = labels[0]
+    elif len(labels) == 2:
+        named = msg("{a} and {b}", a=labels[0], b=labels[1])
+    else:
+        named = msg("{head}; and {last}", head=join(labels[:-1], "; "), last=labels[-1])
     if not total:
         return named
-    whole = "the " + _describe_shape(shape)[2:] if len(shape) == 2 else _describe_shape(shape)
-    return f"{named} of {whole}"
+    if len(shape) == 2:
+        whole = msg("the {rows}×{columns} matrix", rows=shape[0], columns=shape[1])
+    else:
+        whole = _describe_shape(shape)
+    return msg("{named} of {whole}", named=named, whole=whole)
 
 
 def _capital(text: str) -> str:
+    if isinstance(text, Message):
+        return text.capitalized()
     return text[:1].upper() + text[1:]
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from grader.locale import msg
 from grader.testkit import is_close
 
 
@@ -112,14 +113,35 @@ def name_scale(scale: float, d_k: int, d_model: int, rel: float = 0.02) -> str |
     return None
 
 
-def describe_scale(scale: float, d_k: int, d_model: int) -> tuple[str, str | None]:
-    """A learner-facing sentence about a measured attention scale, and the mutant it names."""
+def scale_label(name: str):
+    """A scale candidate's name as a learner reads it (two of them hold words to translate)."""
+    if name == "1 (no scaling)":
+        return msg("1 (no scaling)")
+    if name == "sqrt(d_k) (multiplied)":
+        return msg("sqrt(d_k) (multiplied)")
+    return name
+
+
+def describe_scale(scale: float, d_k: int, d_model: int):
+    """A learner-facing sentence about a measured attention scale, and the mutant it names.
+
+    The message's `params["finding"]` is its first sentence (what the diagnosis shows).
+    """
     name = name_scale(scale, d_k, d_model)
     shown = f"1/{1 / scale:.3g}" if scale < 1 else f"{scale:.3g}"
-    named = f" = {name}" if name and not name.startswith("1 (") else (" (no scaling at all)" if name else "")
-    text = (f"your scores are scaled by {shown}{named}; expected 1/sqrt(d_k) = 1/{math.sqrt(d_k):.3g} "
-            f"(d_k = {d_k}, d_model = {d_model}). Scores divided by too much make attention too flat; "
-            "not divided, they saturate the softmax.")
+    values = dict(shown=shown, sqrt_d_k=math.sqrt(d_k), d_k=d_k, d_model=d_model)
+    if name and not name.startswith("1 ("):
+        finding = msg("your scores are scaled by {shown} = {name}; expected 1/sqrt(d_k) = "
+                      "1/{sqrt_d_k:.3g} (d_k = {d_k}, d_model = {d_model})", name=scale_label(name),
+                      **values)
+    elif name:
+        finding = msg("your scores are scaled by {shown} (no scaling at all); expected 1/sqrt(d_k) "
+                      "= 1/{sqrt_d_k:.3g} (d_k = {d_k}, d_model = {d_model})", **values)
+    else:
+        finding = msg("your scores are scaled by {shown}; expected 1/sqrt(d_k) = 1/{sqrt_d_k:.3g} "
+                      "(d_k = {d_k}, d_model = {d_model})", **values)
+    text = msg("{finding}. Scores divided by too much make attention too flat; not divided, they "
+               "saturate the softmax.", finding=finding)
     return text, SCALE_MUTANTS.get(name or "")
 
 

@@ -1,7 +1,7 @@
 """The one data contract: what flows from the check runner to the store and the renderers."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -50,6 +50,19 @@ class Exercise(BaseModel):
         return [f.removesuffix(".py") for f in self.files if f.endswith(".py")]
 
 
+class TrainingCurve(BaseModel):
+    """The per-step losses of a training probe and the two lines they are judged by.
+
+    A loss that was NaN or inf is stored as None (JSON has no NaN); `stride` > 1 when a long run
+    was thinned for the report (every stride-th step is kept); `steps` is the run's length.
+    """
+    losses: list[float | None]
+    ln_v: float
+    floor: float
+    stride: int = 1
+    steps: int = 0
+
+
 class CheckResult(BaseModel):
     id: str
     passed: bool
@@ -61,6 +74,12 @@ class CheckResult(BaseModel):
     message: str = ""
     symptoms: list[Symptom] = []
     evidence: dict[str, float | int | str | list] = {}
+    # For reports in other languages (grader.locale): `message` is English; message_id is its
+    # template (msgid) and message_params fill it, so a report can render it in zh-TW.
+    message_id: str | None = None
+    message_params: dict[str, Any] = {}
+    title_i18n: dict[str, str] = {}        # lang -> title, where the title is data (quiz questions)
+    curve: TrainingCurve | None = None     # the training probe's losses, pass or fail
 
 
 class Diagnosis(BaseModel):
@@ -69,11 +88,15 @@ class Diagnosis(BaseModel):
     mutant: str | None = None
     message: str
     check: str | None = None
+    message_id: str | None = None
+    message_params: dict[str, Any] = {}
 
 
 class GradeError(BaseModel):
     kind: ErrorKind
     message: str
+    message_id: str | None = None
+    message_params: dict[str, Any] = {}
 
 
 class Grade(BaseModel):

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from grader.answers import check_answer, question_from_dict
 from grader.exercises import exercise_dir
+from grader.locale import message_fields, msg
 from grader.models import CheckResult, Exercise, Rule, Title
 from grader.variants import draw
 
@@ -87,24 +88,25 @@ def grade_answers(exercise: Exercise, answers_file: dict, student: str | None
     warnings: list[str] = []
     if not isinstance(answers, dict):
         answers = {}
-        warnings.append("answers.toml has no [answers] table")
+        warnings.append(msg("answers.toml has no [answers] table"))
     posed = pose(exercise.id, student)
     known = {p.item.id for p in posed}
     unknown = sorted(set(answers) - known)
     if unknown:
-        warnings.append(f"unknown question ids ignored: {', '.join(unknown)}")
+        warnings.append(msg("unknown question ids ignored: {ids}", ids=", ".join(unknown)))
     missing = [p.item.id for p in posed if p.item.id not in answers or answers[p.item.id] == ""]
     if missing:
-        warnings.append(f"no answer given for: {', '.join(missing)}")
+        warnings.append(msg("no answer given for: {ids}", ids=", ".join(missing)))
     checks = []
     for p in posed:
         raw = answers.get(p.item.id)
         if raw is None or raw == "":
-            passed, message = False, "no answer given"
+            passed, message = False, msg("no answer given")
         else:
             result = check_answer(p.question, raw)
             passed, message = result.passed, result.message
         checks.append(CheckResult(id=p.item.id, passed=passed, points=p.item.points if passed else 0.0,
                                   max_points=p.item.points, rule=p.item.rule, day=p.item.day,
-                                  title=p.text_en, message="" if passed else message))
+                                  title=p.text_en, title_i18n={"zh-TW": p.text_zh},
+                                  **(message_fields(message) if not passed else {})))
     return checks, warnings

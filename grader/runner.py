@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from grader.jail.client import JailError, LearnerError
+from grader.locale import message_fields, msg, recognize
 from grader.models import CheckResult, Diagnosis
-from grader.testkit import CheckFailure
+from grader.testkit import CheckFailure, take_attachments
 
 INI = Path(__file__).with_name("hidden-pytest.ini")
 MAX_MESSAGE = 64 * 1024
@@ -30,6 +31,10 @@ class _CheckCollector:
     @pytest.fixture
     def submission(self):
         return self._submission
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        take_attachments()                 # nothing carries over from the previous check
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -52,33 +57,47 @@ class _CheckCollector:
         check_id = item.name.removeprefix("test_").replace("_", "-")
         base = dict(id=check_id, max_points=float(meta["points"]), rule=meta["rule"],
                     day=int(meta["day"]), title=meta.get("title", ""))
+        curve = take_attachments().get("curve")
         if call.excinfo is None:
-            return CheckResult(passed=True, points=float(meta["points"]), **base)
+            return CheckResult(passed=True, points=float(meta["points"]), curve=curve, **base)
         exc = call.excinfo.value
         message, symptoms, evidence = explain(exc)
         if isinstance(exc, CheckFailure):
             for d in exc.diagnosis:
-                self.diagnoses.append(Diagnosis(check=check_id, **d))
-        return CheckResult(passed=False, points=0.0, message=message[:MAX_MESSAGE],
-                           symptoms=symptoms, evidence=evidence, **base)
+                d = dict(d)
+                text = message_fields(d.pop("message", ""), MAX_MESSAGE)
+                self.diagnoses.append(Diagnosis(check=check_id, **d, **text))
+        return CheckResult(passed=False, points=0.0, symptoms=symptoms, evidence=evidence,
+                           curve=curve, **message_fields(message, MAX_MESSAGE), **base)
 
 
 def explain(exc: BaseException) -> tuple[str, list[str], dict]:
-    """A learner-facing message for whatever ended a check."""
+    """A learner-facing message for whatever ended a check (a Message where it can be one)."""
     if isinstance(exc, CheckFailure):
         return exc.message, exc.symptoms, exc.evidence
     if isinstance(exc, LearnerError):
-        where = f" at {exc.where}" if exc.where else ""
         if exc.is_a("NotImplementedError"):
-            return f"not implemented yet: your code raised NotImplementedError{where}", ["exception"], {}
-        return (f"your code raised {exc.type_name}{where}: {exc.learner_message}",
-                ["exception"], {})
+            if exc.where:
+                return (msg("not implemented yet: your code raised NotImplementedError at {where}",
+                            where=str(exc.where)), ["exception"], {})
+            return msg("not implemented yet: your code raised NotImplementedError"), ["exception"], {}
+        if exc.where:
+            return (msg("your code raised {type} at {where}: {message}", type=exc.type_name,
+                        where=str(exc.where), message=exc.learner_message), ["exception"], {})
+        return (msg("your code raised {type}: {message}", type=exc.type_name,
+                    message=exc.learner_message), ["exception"], {})
     if isinstance(exc, JailError):
-        return f"{exc.kind}: {exc}", [exc.symptom], {}
+        detail = recognize(str(exc))
+        kinds = {"timeout": msg("timeout: {detail}", detail=detail),
+                 "memory": msg("memory: {detail}", detail=detail),
+                 "sandbox": msg("sandbox: {detail}", detail=detail),
+                 "crash": msg("crash: {detail}", detail=detail)}
+        return kinds.get(exc.kind, f"{exc.kind}: {exc}"), [exc.symptom], {}
     if isinstance(exc, AssertionError):
-        return str(exc) or "assertion failed", [], {}
+        return str(exc) or msg("assertion failed"), [], {}
     # An error in the grader's own test code is the grader's bug, never the learner's: say so.
-    return f"internal grader error in this check ({type(exc).__name__}: {exc})", [], {}
+    return (msg("internal grader error in this check ({type}: {error})", type=type(exc).__name__,
+                error=str(exc)), [], {})
 
 
 def run_hidden_tests(hidden_dir: Path, submission) -> _CheckCollector:

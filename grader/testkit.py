@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from grader.jail.client import LearnerError  # noqa: F401  (re-exported for hidden tests)
+from grader.locale import Message, N_, msg  # noqa: F401  (re-exported for hidden tests)
 
 
 def check(*, points: float, rule: str, day: int, title: str = ""):
@@ -21,7 +22,11 @@ def check(*, points: float, rule: str, day: int, title: str = ""):
 
 
 class CheckFailure(AssertionError):
-    """A failed check with its symptoms and diagnoses as data, not just text."""
+    """A failed check with its symptoms and diagnoses as data, not just text.
+
+    `message` (and each diagnosis's "message") is best a `msg(...)`: English text that keeps its
+    template and params, so the report can show it in the learner's language.
+    """
 
     def __init__(self, message: str, symptoms=(), diagnosis=(), evidence=None):
         super().__init__(message)
@@ -33,6 +38,22 @@ class CheckFailure(AssertionError):
 
 def fail(message: str, *, symptoms=(), diagnosis=(), **evidence):
     raise CheckFailure(message, symptoms=symptoms, diagnosis=diagnosis, evidence=evidence)
+
+
+# -- data a check attaches to its result, pass or fail (the runner collects it) -----------------
+
+_ATTACHED: dict = {}
+
+
+def attach(**data) -> None:
+    """Attach data to the result of the check now running (e.g. curve=TrainingCurve)."""
+    _ATTACHED.update(data)
+
+
+def take_attachments() -> dict:
+    data = dict(_ATTACHED)
+    _ATTACHED.clear()
+    return data
 
 
 # The tolerance rule: a result computed in `dtype` whose entries each sum `reduction` terms may
@@ -52,14 +73,15 @@ def as_tensor(value, what: str) -> torch.Tensor:
         return value
     if isinstance(value, np.ndarray):
         return torch.from_numpy(value)
-    fail(f"{what} returned a {type(value).__name__}; expected a torch tensor",
-         symptoms=["shape-mismatch"])
+    fail(msg("{what} returned a {type}; expected a torch tensor", what=what,
+             type=type(value).__name__), symptoms=["shape-mismatch"])
 
 
 def expect_shape(actual, shape, what: str) -> torch.Tensor:
     actual = as_tensor(actual, what)
     if tuple(actual.shape) != tuple(shape):
-        fail(f"{what} returned shape {tuple(actual.shape)}; expected {tuple(shape)}",
+        fail(msg("{what} returned shape {got}; expected {expected}", what=what,
+                 got=tuple(actual.shape), expected=tuple(shape)),
              symptoms=["shape-mismatch"], got=list(actual.shape), expected=list(shape))
     return actual
 
@@ -86,14 +108,15 @@ def expect_close(actual, expected: torch.Tensor, what: str, *, dtype: torch.dtyp
     dtype = dtype or (actual.dtype if actual.is_floating_point() else torch.float32)
     if actual.is_floating_point() and not torch.isfinite(actual).all() and torch.isfinite(expected).all():
         bad = (~torch.isfinite(actual)).nonzero()[0].tolist()
-        fail(f"{what} contains NaN or inf (first at index {bad}) where the correct result is "
-             f"finite. {hint}".strip(), symptoms=[nan_symptom], index=bad)
+        fail(msg("{what} contains NaN or inf (first at index {index}) where the correct result is "
+                 "finite. {hint}", what=what, index=bad, hint=hint), symptoms=[nan_symptom], index=bad)
     tol = tolerance(dtype, reduction)
     if not is_close(actual, expected, tol):
         err = max_error(actual, expected)
-        fail(f"{what} differs from the expected result by up to {err:.3g} (allowed {tol:.1g} for "
-             f"{str(dtype).replace('torch.', '')}). {hint}".strip(), symptoms=["value-mismatch"],
-             max_error=err, tolerance=tol)
+        fail(msg("{what} differs from the expected result by up to {err:.3g} (allowed {tol:.1g} "
+                 "for {dtype}). {hint}", what=what, err=err, tol=tol,
+                 dtype=str(dtype).replace('torch.', ''), hint=hint),
+             symptoms=["value-mismatch"], max_error=err, tolerance=tol)
     return actual
 
 
@@ -106,9 +129,10 @@ def expect_raises(call, error_type: str, what: str, hint: str = ""):
             return exc
         if exc.is_a("NotImplementedError"):
             raise
-        fail(f"{what} raised {exc.type_name}; expected {error_type}. {hint}".strip(),
-             symptoms=["exception"])
-    fail(f"{what} returned normally; expected it to raise {error_type}. {hint}".strip())
+        fail(msg("{what} raised {type}; expected {expected}. {hint}", what=what,
+                 type=exc.type_name, expected=error_type, hint=hint), symptoms=["exception"])
+    fail(msg("{what} returned normally; expected it to raise {expected}. {hint}", what=what,
+             expected=error_type, hint=hint))
 
 
 # -- the training probe's corpus -----------------------------------------------------------------
@@ -131,6 +155,9 @@ def markov_corpus(vocab_size: int, branching: int, length: int, seed: int = 0):
     return torch.from_numpy(tokens), math.log(branching)
 
 
+CURVE_POINTS = 2000           # a report plots at most this many points of a training run
+
+
 class ProbeResult:
     """Losses of a short training run on the Markov corpus, with the two lines they are judged by."""
 
@@ -146,6 +173,14 @@ class ProbeResult:
     def tail_mean(self, n: int = 20) -> float:
         tail = self.losses[-n:]
         return sum(tail) / len(tail) if tail else math.nan
+
+    def curve(self, max_points: int = CURVE_POINTS):
+        """The losses for a report's plot: NaN/inf as None, a long run thinned to max_points."""
+        from grader.models import TrainingCurve
+        stride = max(1, math.ceil(len(self.losses) / max_points))
+        kept = self.losses[::stride]
+        return TrainingCurve(losses=[x if math.isfinite(x) else None for x in kept],
+                             ln_v=self.ln_v, floor=self.floor, stride=stride, steps=len(self.losses))
 
 
 PROBE_BRANCHING = 4          # each token has 4 possible successors: entropy floor ln 4 = 1.386
@@ -167,21 +202,29 @@ FIRST_LOSS_TOLERANCE = 0.3   # with N(0, 0.02) weights the first logits are ~0: 
 
 
 def judge_training(probe: ProbeResult, what: str, *, check_first_loss: bool = True):
-    """Fail with the training symptom a learner would see: NaN, first loss off, collapse."""
+    """Fail with the training symptom a learner would see: NaN, first loss off, collapse.
+
+    The losses are attached to the check's result either way, for the report's loss plot.
+    """
+    attach(curve=probe.curve())
     if not probe.losses or not all(math.isfinite(x) for x in probe.losses):
         step = next((i for i, x in enumerate(probe.losses) if not math.isfinite(x)), 0)
         symptom = "nan-forward" if step == 0 else "nan-training"
-        fail(f"training {what} gave a NaN/inf loss at step {step}"
-             f"{' (the very first forward pass)' if step == 0 else ''}.",
-             symptoms=[symptom], step=step)
+        if step == 0:
+            message = msg("training {what} gave a NaN/inf loss at step {step} (the very first "
+                          "forward pass).", what=what, step=step)
+        else:
+            message = msg("training {what} gave a NaN/inf loss at step {step}.", what=what, step=step)
+        fail(message, symptoms=[symptom], step=step)
     low = probe.tail_mean(10)
     if low < probe.floor - COLLAPSE_MARGIN:
-        fail(f"the training loss of {what} fell to {low:.3f}, below the corpus's entropy floor "
-             f"{probe.floor:.3f} (no honest next-token predictor can do better): the model is "
-             "seeing the tokens it should predict. Check that the targets are shifted by one and "
-             "that the causal mask blocks the future.",
+        fail(msg("the training loss of {what} fell to {low:.3f}, below the corpus's entropy floor "
+                 "{floor:.3f} (no honest next-token predictor can do better): the model is "
+                 "seeing the tokens it should predict. Check that the targets are shifted by one "
+                 "and that the causal mask blocks the future.", what=what, low=low, floor=probe.floor),
              symptoms=["loss-collapse"], min_loss=low, floor=probe.floor)
     if check_first_loss and abs(probe.first - probe.ln_v) > FIRST_LOSS_TOLERANCE:
-        fail(f"the first loss of {what} was {probe.first:.4f}; with small random weights every "
-             f"token is about equally likely, so it should be close to ln(V) = {probe.ln_v:.4f}.",
+        fail(msg("the first loss of {what} was {first:.4f}; with small random weights every "
+                 "token is about equally likely, so it should be close to ln(V) = {ln_v:.4f}.",
+                 what=what, first=probe.first, ln_v=probe.ln_v),
              symptoms=["first-loss-off"], first_loss=probe.first, ln_v=probe.ln_v)

@@ -1,52 +1,36 @@
-"""Grade -> text in a given format. Learner text is escaped and capped by each renderer."""
+"""Grade -> text in a given format and language. Each renderer escapes and caps learner text."""
 from __future__ import annotations
 
-import json
-
+from grader.locale import normalize_lang
 from grader.models import Grade
+from reports.view import MAX_REPORT, cap_bytes
 
-MAX_REPORT = 1 << 20
-FORMATS = ("text", "json")
+FORMATS = ("text", "json", "html", "markdown", "junit", "gradescope", "csv")
 
 
-def render(grade: Grade, fmt: str = "text", lang: str = "en") -> str:
+def render(grade: Grade, fmt: str = "text", lang: str = "en", color: bool = False) -> str:
+    """The report of one grade. `lang` (en, zh-TW) applies to every format but json and csv,
+    which are data (json keeps English text plus message ids and params)."""
+    lang = normalize_lang(lang)
     if fmt == "json":
+        from reports.jsonfmt import render_json
         return render_json(grade)
     if fmt == "text":
-        return render_text(grade)
+        from reports.terminal import render_text
+        return cap_bytes(render_text(grade, lang, color), MAX_REPORT)
+    if fmt == "html":
+        from reports.html import render_html
+        return render_html(grade, lang)
+    if fmt == "markdown":
+        from reports.markdown import render_markdown
+        return cap_bytes(render_markdown(grade, lang), MAX_REPORT)
+    if fmt == "junit":
+        from reports.junit import render_junit
+        return render_junit(grade, lang)
+    if fmt == "gradescope":
+        from reports.gradescope import render_gradescope
+        return render_gradescope(grade, lang)
+    if fmt == "csv":
+        from reports.gradebook import render_csv
+        return render_csv([grade])
     raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-
-
-def render_json(grade: Grade) -> str:
-    data = grade.model_dump(mode="json")
-    return json.dumps(data, ensure_ascii=False, indent=2)
-
-
-def _clean(text: str, limit: int = 2000) -> str:
-    """Learner-controlled text in a terminal: no control characters (no escape sequences)."""
-    text = "".join(ch if ch.isprintable() or ch == "\n" else "?" for ch in text)
-    return text if len(text) <= limit else text[:limit] + " [cut]"
-
-
-def render_text(grade: Grade) -> str:
-    lines = [f"{grade.exercise}: {'PASSED' if grade.passed else 'NOT PASSED'}  "
-             f"score {grade.score:g} / {grade.max_score:g}"]
-    if grade.error:
-        lines.append(f"error ({grade.error.kind}): {_clean(grade.error.message)}")
-    for c in grade.checks:
-        mark = "ok  " if c.passed else "FAIL"
-        lines.append(f"  {mark} {c.id} [{c.rule}, day {c.day}] {c.points:g}/{c.max_points:g}")
-        if not c.passed and c.message:
-            for line in _clean(c.message).splitlines():
-                lines.append(f"         {line}")
-    if grade.diagnosis:
-        lines.append("diagnosis:")
-        for d in grade.diagnosis:
-            named = f" ({d.mutant})" if d.mutant else ""
-            lines.append(f"  - {d.rule} (day {d.day}){named}: {_clean(d.message)}")
-    if grade.symptoms:
-        lines.append(f"symptoms: {', '.join(grade.symptoms)}")
-    for warning in grade.warnings:
-        lines.append(f"warning: {_clean(warning)}")
-    lines.append(f"isolation: {grade.isolation}")
-    return "\n".join(lines)[:MAX_REPORT] + "\n"

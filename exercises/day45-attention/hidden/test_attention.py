@@ -5,7 +5,8 @@ import torch
 
 import reference_model as ref
 from grader.fingerprints import describe_scale, estimate_scale, guarded_causal_attention
-from grader.testkit import LearnerError, check, expect_close, expect_raises, expect_shape, fail, is_close
+from grader.testkit import (LearnerError, check, expect_close, expect_raises, expect_shape, fail,
+                            is_close, msg)
 
 SHAPES = [  # (batch dims, T_q, T_k, d_k)
     ((2, 3), 5, 5, 4),
@@ -37,8 +38,9 @@ def test_softmax_matches_reference(submission):
     for seed, (shape, dim) in enumerate([((4, 7), -1), ((2, 3, 5), 1), ((6,), 0), ((3, 1), -1)]):
         z = randn(*shape, seed=seed, scale=3.0)
         expect_close(submission.attention.stable_softmax(z, dim=dim), ref.stable_softmax(z.double(), dim=dim),
-                     f"stable_softmax(z of shape {shape}, dim={dim})", reduction=shape[dim],
-                     hint="softmax(z)_i = exp(z_i - max z) / sum_j exp(z_j - max z) along `dim`.")
+                     msg("stable_softmax(z of shape {shape}, dim={dim})", shape=shape, dim=dim),
+                     reduction=shape[dim],
+                     hint=msg("softmax(z)_i = exp(z_i - max z) / sum_j exp(z_j - max z) along `dim`."))
 
 
 @check(points=2, rule="numerical-stability", day=45, title="softmax of large logits stays finite")
@@ -47,24 +49,25 @@ def test_softmax_large_logits(submission):
     got = submission.attention.stable_softmax(z)
     expect_close(got, ref.stable_softmax(z.double()), "stable_softmax([[500, 502], ...])",
                  nan_symptom="softmax-overflow",
-                 hint="exp(500) overflows float32 (exp overflows above z = 88.7). Subtract the max "
-                      "first: softmax is unchanged, and every exponent becomes <= 0.")
+                 hint=msg("exp(500) overflows float32 (exp overflows above z = 88.7). Subtract the "
+                          "max first: softmax is unchanged, and every exponent becomes <= 0."))
     half = torch.tensor([12.0, 14.0, 9.0], dtype=torch.float16)   # exp(12) overflows float16
     got = submission.attention.stable_softmax(half)
     expect_close(got, ref.stable_softmax(half.double()), "stable_softmax in float16 of [12, 14, 9]",
                  dtype=torch.float16, nan_symptom="softmax-overflow",
-                 hint="In float16 exp already overflows above z = 11.1; subtract the max first.")
+                 hint=msg("In float16 exp already overflows above z = 11.1; subtract the max first."))
     if got.dtype != torch.float16:
-        fail(f"stable_softmax of a float16 tensor returned {got.dtype}; keep the input's dtype")
+        fail(msg("stable_softmax of a float16 tensor returned {dtype}; keep the input's dtype",
+                 dtype=str(got.dtype)))
 
 
 @check(points=2, rule="numerical-stability", day=45, title="a fully masked slice gives zeros")
 def test_softmax_all_minus_inf(submission):
     z = torch.tensor([[float("-inf")] * 3, [0.0, float("-inf"), 1.0]])
     expect_close(submission.attention.stable_softmax(z), ref.stable_softmax(z.double()),
-                 "stable_softmax of a row that is all -inf", nan_symptom="nan-forward",
-                 hint="A row whose entries are all -inf has max -inf, and -inf - (-inf) is NaN. "
-                      "Return zeros for such a row instead of NaN.")
+                 msg("stable_softmax of a row that is all -inf"), nan_symptom="nan-forward",
+                 hint=msg("A row whose entries are all -inf has max -inf, and -inf - (-inf) is NaN. "
+                          "Return zeros for such a row instead of NaN."))
 
 
 # -- scaled_dot_product_attention (days 43-45) ---------------------------------------------------
@@ -79,7 +82,7 @@ def diagnose_scale(submission):
     message, mutant = describe_scale(scale, d_k=8, d_model=32)
     fail(message, symptoms=["value-mismatch"], scale=scale,
          diagnosis=[{"rule": "attention-scaling", "day": 43, "mutant": mutant,
-                     "message": message.split(". ")[0]}])
+                     "message": message.params["finding"]}])
 
 
 @check(points=3, rule="attention-scaling", day=43, title="attention matches softmax(QK^T/sqrt(d_k))V")
@@ -89,32 +92,40 @@ def test_attention_matches_reference(submission):
         q, k, v = qkv(batch, T_q, T_k, d_k, seed=10 * seed)
         expect_close(submission.attention.scaled_dot_product_attention(q, k, v),
                      reference_in_float64(q, k, v),
-                     f"scaled_dot_product_attention with q {tuple(q.shape)}, k {tuple(k.shape)}",
+                     msg("scaled_dot_product_attention with q {q_shape}, k {k_shape}",
+                         q_shape=tuple(q.shape), k_shape=tuple(k.shape)),
                      reduction=max(T_k, d_k),
-                     hint="scores = q @ k^T / sqrt(d_k), softmax over the keys (last dim), then @ v.")
+                     hint=msg("scores = q @ k^T / sqrt(d_k), softmax over the keys (last dim), then @ v."))
 
 
 def diagnose_causal_mask(submission):
     """Name a known mask bug: the diagonal blocked too (row 0 sees nothing), or no mask at all."""
     q, k, v = qkv((2, 2), 5, 5, 4, seed=88)
     out = expect_shape(submission.attention.scaled_dot_product_attention(q, k, v, causal=True),
-                       q.shape, "causal attention")
+                       q.shape, msg("causal attention"))
     scale, tol = 1 / math.sqrt(4), 1e-4
     row0 = out[..., 0, :]
     if torch.isnan(row0).any() or is_close(out, guarded_causal_attention(q, k, v, scale, "diagonal=0"), tol):
-        nan = " That is NaN on the first forward pass with a plain softmax." if not torch.isnan(row0).any() else ""
-        fail(f"{'NaN on the first forward pass at query row 0' if torch.isnan(row0).any() else 'query row 0 attends to nothing'}: "
-             "torch.triu(..., diagonal=0) blocks each token's own position too, so row 0 has every key "
-             f"blocked.{nan} Block only keys j > i: diagonal=1.",
+        if torch.isnan(row0).any():
+            message = msg("NaN on the first forward pass at query row 0: torch.triu(..., diagonal=0) "
+                          "blocks each token's own position too, so row 0 has every key blocked. "
+                          "Block only keys j > i: diagonal=1.")
+        else:
+            message = msg("query row 0 attends to nothing: torch.triu(..., diagonal=0) blocks each "
+                          "token's own position too, so row 0 has every key blocked. That is NaN "
+                          "on the first forward pass with a plain softmax. Block only keys j > i: "
+                          "diagonal=1.")
+        fail(message,
              symptoms=["nan-forward"] if torch.isnan(row0).any() else ["value-mismatch"], row=0,
              diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "mask-diagonal-0",
-                         "message": "triu(diagonal=0): query row 0 has every key blocked (NaN on the first forward pass)"}])
+                         "message": msg("triu(diagonal=0): query row 0 has every key blocked (NaN "
+                                        "on the first forward pass)")}])
     if is_close(out, ref.scaled_dot_product_attention(q.double(), k.double(), v.double()), tol):
-        fail("with causal=True your attention still lets each token see the tokens after it: the "
-             "future leaks into the past. Block key j > i with torch.triu(..., diagonal=1).",
+        fail(msg("with causal=True your attention still lets each token see the tokens after it: "
+                 "the future leaks into the past. Block key j > i with torch.triu(..., diagonal=1)."),
              symptoms=["future-leak"],
              diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
-                         "message": "causal=True has no effect: future tokens leak"}])
+                         "message": msg("causal=True has no effect: future tokens leak")}])
 
 
 @check(points=3, rule="causal-mask", day=44, title="causal attention matches the reference")
@@ -124,9 +135,10 @@ def test_causal_attention_matches_reference(submission):
         q, k, v = qkv(batch, T, T, d_k, seed=100 + seed)
         expect_close(submission.attention.scaled_dot_product_attention(q, k, v, causal=True),
                      reference_in_float64(q, k, v, causal=True),
-                     f"causal attention with T = {T}", reduction=max(T, d_k), nan_symptom="nan-forward",
-                     hint="causal=True blocks key j > query i, and only those: each position sees "
-                          "itself and the past, so row 0 attends to key 0.")
+                     msg("causal attention with T = {T}", T=T), reduction=max(T, d_k),
+                     nan_symptom="nan-forward",
+                     hint=msg("causal=True blocks key j > query i, and only those: each position "
+                              "sees itself and the past, so row 0 attends to key 0."))
 
 
 @check(points=2, rule="causal-mask", day=44, title="causal attention never sees the future")
@@ -134,16 +146,17 @@ def test_causal_attention_has_no_future_leak(submission):
     T, d_k = 6, 8
     q, k, v = qkv((2,), T, T, d_k, seed=7)
     base = expect_shape(submission.attention.scaled_dot_product_attention(q, k, v, causal=True),
-                        (2, T, d_k), "causal attention")
+                        (2, T, d_k), msg("causal attention"))
     for t in range(T - 1):
         k2, v2 = k.clone(), v.clone()
         k2[:, t + 1:] = randn(2, T - t - 1, d_k, seed=50 + t)
         v2[:, t + 1:] = randn(2, T - t - 1, d_k, seed=60 + t)
         changed = submission.attention.scaled_dot_product_attention(q, k2, v2, causal=True)
         if not torch.allclose(changed[:, :t + 1], base[:, :t + 1], atol=1e-6, equal_nan=True):
-            fail(f"changing keys and values after position {t} changed the output at positions "
-                 f"<= {t}: the future leaks into the past. With causal=True, block every key "
-                 "j > i with torch.triu(..., diagonal=1).", symptoms=["future-leak"], position=t)
+            fail(msg("changing keys and values after position {t} changed the output at positions "
+                     "<= {t}: the future leaks into the past. With causal=True, block every key "
+                     "j > i with torch.triu(..., diagonal=1).", t=t),
+                 symptoms=["future-leak"], position=t)
 
 
 @check(points=2, rule="numerical-stability", day=45, title="masks, and a query with every key blocked")
@@ -154,15 +167,15 @@ def test_attention_with_mask_and_fully_blocked_rows(submission):
     mask[0, 0, :, 3:] = True                # batch 0: keys 3 and 4 blocked for every query
     mask[1, 0, 2, :] = True                 # batch 1: query 2 has every key blocked
     got = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask)
-    expect_close(got, reference_in_float64(q, k, v, mask=mask), "attention with a boolean mask",
+    expect_close(got, reference_in_float64(q, k, v, mask=mask), msg("attention with a boolean mask"),
                  reduction=T, nan_symptom="nan-forward",
-                 hint="mask is True where attention is blocked. A query whose keys are all "
-                      "blocked must get a zero output, not NaN: softmax of all -inf is 0/0.")
+                 hint=msg("mask is True where attention is blocked. A query whose keys are all "
+                          "blocked must get a zero output, not NaN: softmax of all -inf is 0/0."))
     both = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
     expect_close(both, reference_in_float64(q, k, v, mask=mask, causal=True),
-                 "attention with a mask and causal=True together", reduction=T,
-                 nan_symptom="nan-forward", hint="The mask and the causal mask combine: blocked "
-                 "if either blocks.")
+                 msg("attention with a mask and causal=True together"), reduction=T,
+                 nan_symptom="nan-forward", hint=msg("The mask and the causal mask combine: "
+                                                     "blocked if either blocks."))
 
 
 @check(points=3, rule="numerical-stability", day=45, title="attention in float16 and bfloat16")
@@ -177,16 +190,18 @@ def test_attention_in_half_precision(submission):
         except LearnerError as exc:
             if exc.is_a("NotImplementedError"):
                 raise
-            fail(f"attention in {str(dtype)[6:]} raised {exc.type_name}: {exc.learner_message}. "
-                 "A constant like -1e9 does not fit in float16 (its largest value is 65504); "
-                 "fill blocked scores with float('-inf') or torch.finfo(scores.dtype).min.",
+            fail(msg("attention in {dtype} raised {type}: {message}. A constant like -1e9 does not "
+                     "fit in float16 (its largest value is 65504); fill blocked scores with "
+                     "float('-inf') or torch.finfo(scores.dtype).min.", dtype=str(dtype)[6:],
+                     type=exc.type_name, message=exc.learner_message),
                  symptoms=["fp16-overflow"])
         expect_close(got, reference_in_float64(q, k, v, mask=mask, causal=True),
-                     f"causal attention in {str(dtype)[6:]}", dtype=dtype, reduction=T,
-                     nan_symptom="fp16-overflow",
-                     hint="In half precision every masking constant must fit the dtype.")
+                     msg("causal attention in {dtype}", dtype=str(dtype)[6:]), dtype=dtype,
+                     reduction=T, nan_symptom="fp16-overflow",
+                     hint=msg("In half precision every masking constant must fit the dtype."))
         if got.dtype != dtype:
-            fail(f"attention on {str(dtype)[6:]} inputs returned {got.dtype}; keep the input's dtype")
+            fail(msg("attention on {dtype} inputs returned {got}; keep the input's dtype",
+                     dtype=str(dtype)[6:], got=str(got.dtype)))
 
 
 # -- heads (day 45) --------------------------------------------------------------------------------
@@ -196,22 +211,24 @@ def test_split_and_merge_heads(submission):
     for B, T, d_model, h in [(2, 5, 12, 3), (1, 1, 8, 1), (3, 7, 16, 4)]:
         x = randn(B, T, d_model, seed=B * T)
         heads = submission.attention.split_heads(x, h)
-        expect_close(heads, ref.split_heads(x, h), f"split_heads of ({B}, {T}, {d_model}) into {h} heads",
-                     hint="view(B, T, h, d_k) then transpose(1, 2): head i owns features "
-                          "[i*d_k, (i+1)*d_k). A view straight to (B, h, T, d_k) mixes positions.")
+        expect_close(heads, ref.split_heads(x, h),
+                     msg("split_heads of {shape} into {h} heads", shape=(B, T, d_model), h=h),
+                     hint=msg("view(B, T, h, d_k) then transpose(1, 2): head i owns features "
+                              "[i*d_k, (i+1)*d_k). A view straight to (B, h, T, d_k) mixes "
+                              "positions."))
         expect_close(submission.attention.merge_heads(ref.split_heads(x, h)), x,
                      f"merge_heads(split_heads(x, {h}))",
-                     hint="merge_heads undoes split_heads: transpose(1, 2) back, then reshape.")
+                     hint=msg("merge_heads undoes split_heads: transpose(1, 2) back, then reshape."))
 
 
 @check(points=1, rule="api-contract", day=45, title="n_head must divide d_model")
 def test_mha_rejects_indivisible_heads(submission):
     exc = expect_raises(lambda: submission.attention.MultiHeadAttention(10, 3), "ValueError",
                         "MultiHeadAttention(d_model=10, n_head=3)",
-                        hint="d_k = d_model // n_head must be a whole number.")
+                        hint=msg("d_k = d_model // n_head must be a whole number."))
     if "n_head" not in exc.learner_message and "d_model" not in exc.learner_message:
-        fail("the ValueError should name the argument that is wrong (n_head or d_model), got: "
-             f"{exc.learner_message!r}")
+        fail(msg("the ValueError should name the argument that is wrong (n_head or d_model), got: "
+                 "{message}", message=repr(exc.learner_message)))
 
 
 def mha_pair(submission, d_model, n_head, bias, seed):
@@ -230,10 +247,11 @@ def test_mha_matches_reference(submission):
         x = randn(B, T, d_model, seed=seed)
         for causal in (True, False):
             expect_close(learner(x, causal=causal), reference.double()(x.double(), causal=causal),
-                         f"MultiHeadAttention(d_model={d_model}, n_head={h}) with causal={causal}",
+                         msg("MultiHeadAttention(d_model={d_model}, n_head={h}) with causal={causal}",
+                             d_model=d_model, h=h, causal=str(causal)),
                          reduction=d_model, nan_symptom="nan-forward",
-                         hint="Project with w_q, w_k, w_v, split into heads, attend per head, "
-                              "merge, then project with w_o.")
+                         hint=msg("Project with w_q, w_k, w_v, split into heads, attend per head, "
+                                  "merge, then project with w_o."))
             reference.float()
 
 
@@ -247,9 +265,9 @@ def test_mha_padding_mask(submission):
     pad[1, 1:] = True
     expect_close(learner(x, causal=True, padding_mask=pad),
                  reference.double()(x.double(), causal=True, padding_mask=pad),
-                 "MultiHeadAttention with a padding_mask", reduction=d_model,
-                 hint="padding_mask (B, T) is True where a KEY is padding; reshape it to "
-                      "(B, 1, 1, T) so it blocks that key for every head and query.")
+                 msg("MultiHeadAttention with a padding_mask"), reduction=d_model,
+                 hint=msg("padding_mask (B, T) is True where a KEY is padding; reshape it to "
+                          "(B, 1, 1, T) so it blocks that key for every head and query."))
 
 
 @check(points=2, rule="causal-mask", day=44, title="multi-head attention never sees the future")
@@ -262,8 +280,8 @@ def test_mha_has_no_future_leak(submission):
         x2 = x.clone()
         x2[:, t + 1:] = randn(B, T - t - 1, d_model, seed=40 + t)
         if not torch.allclose(learner(x2)[:, :t + 1], base[:, :t + 1], atol=1e-5, equal_nan=True):
-            fail(f"changing tokens after position {t} changed outputs at positions <= {t}: "
-                 "MultiHeadAttention's default causal=True must block the future.",
+            fail(msg("changing tokens after position {t} changed outputs at positions <= {t}: "
+                     "MultiHeadAttention's default causal=True must block the future.", t=t),
                  symptoms=["future-leak"], position=t)
 
 
@@ -275,10 +293,11 @@ def test_mha_is_permutation_equivariant(submission):
     perm = torch.randperm(T, generator=torch.Generator().manual_seed(1))
     out = expect_shape(learner(x, causal=False), (B, T, d_model), "MultiHeadAttention(causal=False)")
     expect_close(learner(x[:, perm], causal=False), out[:, perm],
-                 "attention of permuted tokens (without positions it should just permute the output)",
-                 reduction=d_model, hint="Without a mask or positions, attention treats tokens as "
-                 "a set. If permuting the input does more than permute the output, the head split "
-                 "mixes positions: use view(B, T, h, d_k).transpose(1, 2).")
+                 msg("attention of permuted tokens (without positions it should just permute the "
+                     "output)"),
+                 reduction=d_model, hint=msg("Without a mask or positions, attention treats tokens "
+                 "as a set. If permuting the input does more than permute the output, the head "
+                 "split mixes positions: use view(B, T, h, d_k).transpose(1, 2)."))
 
 
 @check(points=2, rule="parameter-count", day=45, title="the parameter ledger")
@@ -288,7 +307,14 @@ def test_mha_parameter_count(submission):
         total = sum(math.prod(p["shape"]) for p in params)
         expected = 4 * d_model * d_model + (4 * d_model if bias else 0)
         if total != expected:
-            fail(f"MultiHeadAttention(d_model={d_model}, n_head={h}, bias={bias}) has {total:,} "
-                 f"parameters; W_Q, W_K, W_V, W_O are each d_model x d_model"
-                 f"{' plus a bias of d_model' if bias else ''}, so {expected:,}.",
-                 got=total, expected=expected)
+            if bias:
+                message = msg("MultiHeadAttention(d_model={d_model}, n_head={h}, bias={bias}) has "
+                              "{total:,} parameters; W_Q, W_K, W_V, W_O are each d_model x d_model "
+                              "plus a bias of d_model, so {expected:,}.", d_model=d_model, h=h,
+                              bias=str(bias), total=total, expected=expected)
+            else:
+                message = msg("MultiHeadAttention(d_model={d_model}, n_head={h}, bias={bias}) has "
+                              "{total:,} parameters; W_Q, W_K, W_V, W_O are each d_model x "
+                              "d_model, so {expected:,}.", d_model=d_model, h=h, bias=str(bias),
+                              total=total, expected=expected)
+            fail(message, got=total, expected=expected)

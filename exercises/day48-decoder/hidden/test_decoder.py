@@ -24,9 +24,11 @@ from grader.testkit import (
     fail,
     is_close,
     judge_training,
+    msg,
     tolerance,
     training_probe,
 )
+from grader.locale import join
 
 # Curriculum days of the rules this exercise grades (seeds: day 46 normalisation and Pre-LN
 # residuals, day 47 the FFN and the block's parameter ledger, day 48 positions, tying, full GPT).
@@ -93,8 +95,9 @@ def gpt_forward(model, idx, targets=None, what="GPT"):
     """Call the learner's GPT and check that it returns (logits, loss) as SPEC says."""
     out = model(idx) if targets is None else model(idx, targets)
     if not isinstance(out, tuple) or len(out) != 2:
-        fail(f"{what}.forward returned a {type(out).__name__}; expected the tuple (logits, loss), "
-             "with loss None when no targets are given", symptoms=["shape-mismatch"])
+        fail(msg("{what}.forward returned a {type}; expected the tuple (logits, loss), with loss "
+                 "None when no targets are given", what=what, type=type(out).__name__),
+             symptoms=["shape-mismatch"])
     return out
 
 
@@ -133,8 +136,8 @@ def expect_close_or_diagnose(got, expected, what, *, rule, day, variants, reduct
                             hint=hint, nan_symptom=nan_symptom)
     found = diagnose(got, variants, tol, day, rule)
     if found:
-        fail(f"{what} differs from the expected result: {found[0]['message']}",
-             symptoms=["value-mismatch"], diagnosis=found)
+        fail(msg("{what} differs from the expected result: {finding}", what=what,
+                 finding=found[0]["message"]), symptoms=["value-mismatch"], diagnosis=found)
     return expect_close(got, expected, what, dtype=torch.float32, reduction=reduction, hint=hint)
 
 
@@ -173,19 +176,20 @@ def test_layernorm_matches_reference(submission):
         w, b = reference.weight.detach().double(), reference.bias.detach().double()
         expect_close_or_diagnose(
             learner(x), reference.double()(x.double()),
-            f"LayerNorm({d}{', eps=' + str(eps) if eps is not None else ''}) on x of shape {shape}",
+            msg("{module} on x of shape {shape}",
+                module=f"LayerNorm({d}{', eps=' + str(eps) if eps is not None else ''})", shape=shape),
             rule="normalization", day=NORM_DAY, reduction=d,
             variants={
                 "unbiased-variance": (layernorm_unbiased(x.double(), w, b, e),
-                    "your variance divides by d - 1 (torch.var's default, unbiased=True). "
-                    "LayerNorm uses the biased (population) variance: mean((x - mean)^2) over "
-                    "the last dim, i.e. x.var(-1, unbiased=False)."),
+                    msg("your variance divides by d - 1 (torch.var's default, unbiased=True). "
+                        "LayerNorm uses the biased (population) variance: mean((x - mean)^2) over "
+                        "the last dim, i.e. x.var(-1, unbiased=False).")),
                 "eps-outside-sqrt": (layernorm_eps_outside(x.double(), w, b, e),
-                    "eps is added to the standard deviation; it belongs inside the square "
-                    "root: (x - mean) / sqrt(var + eps)."),
+                    msg("eps is added to the standard deviation; it belongs inside the square "
+                        "root: (x - mean) / sqrt(var + eps).")),
             },
-            hint="y = (x - mean) / sqrt(var + eps) * weight + bias over the last dim, with the "
-                 "biased variance mean((x - mean)^2) and eps (default 1e-5) inside the sqrt.")
+            hint=msg("y = (x - mean) / sqrt(var + eps) * weight + bias over the last dim, with the "
+                     "biased variance mean((x - mean)^2) and eps (default 1e-5) inside the sqrt."))
 
 
 @check(points=1, rule="normalization", day=NORM_DAY, title="LayerNorm(bias=False) has no bias")
@@ -194,14 +198,15 @@ def test_layernorm_without_bias(submission):
     learner = submission.norms.LayerNorm(d, bias=False)
     names = sorted(p["name"] for p in submission.parameters(learner))
     if names != ["weight"]:
-        fail(f"LayerNorm({d}, bias=False) has the parameters {names}; expected only ['weight']. "
-             "With bias=False set self.bias = None instead of creating an nn.Parameter.",
+        fail(msg("LayerNorm({d}, bias=False) has the parameters {names}; expected only "
+                 "['weight']. With bias=False set self.bias = None instead of creating an "
+                 "nn.Parameter.", d=d, names=str(names)),
              got=names)
     reference, learner = pair(submission, ref.LayerNorm(d, bias=False), learner, seed=7)
     x = randn(3, 4, d, seed=8, shift=1.0)
     expect_close(learner(x), reference.double()(x.double()), f"LayerNorm({d}, bias=False)",
                  dtype=torch.float32, reduction=d,
-                 hint="Without a bias: y = (x - mean) / sqrt(var + eps) * weight.")
+                 hint=msg("Without a bias: y = (x - mean) / sqrt(var + eps) * weight."))
 
 
 def rmsnorm_subtracting_mean(x, weight, eps):
@@ -221,16 +226,17 @@ def test_rmsnorm_matches_reference(submission):
         x = randn(*shape, seed=30 + seed, scale=scale, shift=shift)   # a nonzero mean on purpose
         expect_close_or_diagnose(
             learner(x), reference.double()(x.double()),
-            f"RMSNorm({d}{', eps=' + str(eps) if eps is not None else ''}) on x of shape {shape}",
+            msg("{module} on x of shape {shape}",
+                module=f"RMSNorm({d}{', eps=' + str(eps) if eps is not None else ''})", shape=shape),
             rule="normalization", day=NORM_DAY, reduction=d,
             variants={"rmsnorm-subtracts-mean": (
                 rmsnorm_subtracting_mean(x.double(), reference.weight.detach().double(),
                                          reference.eps),
-                "your RMSNorm subtracts the mean first, which makes it a LayerNorm without bias. "
-                "RMSNorm divides x itself by its root mean square: "
-                "x / sqrt(mean(x^2) + eps) * weight.")},
-            hint="y = x / sqrt(mean(x^2) + eps) * weight over the last dim: no mean subtraction, "
-                 "no bias.")
+                msg("your RMSNorm subtracts the mean first, which makes it a LayerNorm without "
+                    "bias. RMSNorm divides x itself by its root mean square: "
+                    "x / sqrt(mean(x^2) + eps) * weight."))},
+            hint=msg("y = x / sqrt(mean(x^2) + eps) * weight over the last dim: no mean "
+                     "subtraction, no bias."))
 
 
 # -- positions (day 48) ------------------------------------------------------------------------------
@@ -256,25 +262,25 @@ def test_sinusoidal_positions(submission):
             reduction=T * T,
             variants={
                 "sincos-concatenated": (sinusoidal_concatenated(T, d),
-                    "you return [all sines | all cosines]. The features are interleaved: "
-                    "PE[p, 2i] = sin(...) in the even columns, PE[p, 2i+1] = cos(...) in the odd "
-                    "ones, i.e. pe[:, 0::2] = sin, pe[:, 1::2] = cos."),
+                    msg("you return [all sines | all cosines]. The features are interleaved: "
+                        "PE[p, 2i] = sin(...) in the even columns, PE[p, 2i+1] = cos(...) in the "
+                        "odd ones, i.e. pe[:, 0::2] = sin, pe[:, 1::2] = cos.")),
                 "sincos-swapped": (sinusoidal_swapped(T, d),
-                    "sine and cosine are swapped: sin goes in the even columns (2i), cos in the "
-                    "odd ones (2i + 1)."),
+                    msg("sine and cosine are swapped: sin goes in the even columns (2i), cos in "
+                        "the odd ones (2i + 1).")),
             },
-            hint="PE[p, 2i] = sin(p / 10000^(2i/d)) and PE[p, 2i+1] = cos(p / 10000^(2i/d)); "
-                 "pair i shares one frequency.")
+            hint=msg("PE[p, 2i] = sin(p / 10000^(2i/d)) and PE[p, 2i+1] = cos(p / 10000^(2i/d)); "
+                     "pair i shares one frequency."))
 
 
 @check(points=1, rule="api-contract", day=POSITIONS_DAY, title="sinusoidal positions need an even d")
 def test_sinusoidal_rejects_odd_d(submission):
     exc = expect_raises(lambda: submission.positions.sinusoidal_positions(4, 5), "ValueError",
                         "sinusoidal_positions(T=4, d=5)",
-                        hint="Each (sin, cos) pair takes two features, so d must be even.")
+                        hint=msg("Each (sin, cos) pair takes two features, so d must be even."))
     if not re.search(r"\bd\b|\b5\b|dim", exc.learner_message, re.IGNORECASE):
-        fail("the ValueError should say which argument is wrong (d, and its value), got: "
-             f"{exc.learner_message!r}")
+        fail(msg("the ValueError should say which argument is wrong (d, and its value), got: "
+                 "{message}", message=repr(exc.learner_message)))
 
 
 def rope_half_split(x, positions, theta):
@@ -306,20 +312,20 @@ def test_apply_rope(submission):
         got = submission.positions.apply_rope(x, **kw)
         p = torch.arange(T) if pos is None else pos
         largest = int(p.abs().max()) + 1
-        what = (f"apply_rope(x of shape {shape}"
-                + (f", positions={positions}" if positions is not None else "")
-                + (f", theta={theta}" if theta is not None else "") + ")")
+        what = msg("apply_rope(x of shape {shape}{arguments})", shape=shape,
+                   arguments=(f", positions={positions}" if positions is not None else "")
+                   + (f", theta={theta}" if theta is not None else ""))
         expect_close_or_diagnose(
             got, ref.apply_rope(x.double(), pos, **({"theta": theta} if theta else {})), what,
             rule="positional-encoding", day=POSITIONS_DAY,
             reduction=largest * largest,   # the angle reaches `largest` radians, as for sin above
             variants={"rope-half-split": (rope_half_split(x.double(), p, theta or 10000.0),
-                "you rotate the pairs (x[i], x[i + d/2]) (the 'rotate_half' layout of some "
-                "libraries). SPEC's RoPE rotates adjacent pairs (x[2i], x[2i+1]): "
-                "x0, x1 = x[..., 0::2], x[..., 1::2].")},
-            hint="Pair i = (x[..., 2i], x[..., 2i+1]) rotates by a = p * theta^(-2i/d): "
-                 "(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a), with p from `positions` "
-                 "(default arange(T)).")
+                msg("you rotate the pairs (x[i], x[i + d/2]) (the 'rotate_half' layout of some "
+                    "libraries). SPEC's RoPE rotates adjacent pairs (x[2i], x[2i+1]): "
+                    "x0, x1 = x[..., 0::2], x[..., 1::2]."))},
+            hint=msg("Pair i = (x[..., 2i], x[..., 2i+1]) rotates by a = p * theta^(-2i/d): "
+                     "(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a), with p from "
+                     "`positions` (default arange(T))."))
 
 
 # -- attention, as the blocks use it (days 44-45) -----------------------------------------------------
@@ -338,11 +344,11 @@ def test_mha_matches_reference(submission):
         reference, learner = mha_pair(submission, d_model, h, bias, seed=50 + seed)
         x = randn(B, T, d_model, seed=seed)
         expect_close(learner(x, causal=False), reference.double()(x.double(), causal=False),
-                     f"MultiHeadAttention(d_model={d_model}, n_head={h}, bias={bias}) "
-                     "with causal=False",
+                     msg("{module} with causal=False",
+                         module=f"MultiHeadAttention(d_model={d_model}, n_head={h}, bias={bias})"),
                      dtype=torch.float32, reduction=d_model, nan_symptom="nan-forward",
-                     hint="Project with w_q, w_k, w_v, split into heads with view(B, T, h, d_k)"
-                          ".transpose(1, 2), attend per head, merge, project with w_o.")
+                     hint=msg("Project with w_q, w_k, w_v, split into heads with view(B, T, h, d_k)"
+                              ".transpose(1, 2), attend per head, merge, project with w_o."))
 
 
 @check(points=2, rule="causal-mask", day=44, title="causal multi-head attention matches day 45")
@@ -350,7 +356,8 @@ def test_mha_causal_matches_reference(submission):
     for seed, (B, T, d_model, h, bias) in enumerate(MHA_CASES):
         reference, learner = mha_pair(submission, d_model, h, bias, seed=60 + seed)
         x = randn(B, T, d_model, seed=70 + seed)
-        what = f"MultiHeadAttention(d_model={d_model}, n_head={h}) with the default causal=True"
+        what = msg("{module} with the default causal=True",
+                   module=f"MultiHeadAttention(d_model={d_model}, n_head={h})")
         got = expect_shape(learner(x), (B, T, d_model), what)     # causal=True is the default
         reference.double()
         # the diagonal-0 bug blocks each query's own key too: row 0 has no key left
@@ -360,29 +367,31 @@ def test_mha_causal_matches_reference(submission):
         y = ref.scaled_dot_product_attention(q, k, v, mask=diag0)
         zero_row_zero = reference.w_o(ref.merge_heads(y))
         if T > 1 and torch.isnan(got[:, 0]).all() and torch.isfinite(got[:, 1:]).all():
-            fail(f"{what} is NaN at position 0: a mask built with torch.triu(..., diagonal=0) "
-                 "also blocks each token's own position, so query 0 has no key left and softmax "
-                 "of an all -inf row is NaN. Use diagonal=1: block key j > i only.",
+            fail(msg("{what} is NaN at position 0: a mask built with torch.triu(..., diagonal=0) "
+                     "also blocks each token's own position, so query 0 has no key left and "
+                     "softmax of an all -inf row is NaN. Use diagonal=1: block key j > i only.",
+                     what=what),
                  symptoms=["nan-forward"],
                  diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "mask-diagonal-0",
-                             "message": "the causal mask uses diagonal=0 and blocks the diagonal"}])
+                             "message": msg("the causal mask uses diagonal=0 and blocks the "
+                                            "diagonal")}])
         tol = tolerance(torch.float32, d_model)
         if T > 1 and is_close(got, reference(x.double(), causal=False), tol):
-            fail(f"{what} lets every token attend to the tokens after it: causal=True has no "
-                 "effect, so the future leaks into the past. Block key j > query i with "
-                 "torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1).",
+            fail(msg("{what} lets every token attend to the tokens after it: causal=True has no "
+                     "effect, so the future leaks into the past. Block key j > query i with "
+                     "torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1).", what=what),
                  symptoms=["future-leak"],
                  diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
-                             "message": "causal=True has no effect: future tokens leak"}])
+                             "message": msg("causal=True has no effect: future tokens leak")}])
         expect_close_or_diagnose(
             got, reference(x.double()), what, rule="causal-mask", day=44, reduction=d_model,
             nan_symptom="nan-forward",
             variants={"mask-diagonal-0": (zero_row_zero,
-                "your causal mask also blocks each token's own position (torch.triu(..., "
-                "diagonal=0)), so query 0 attends to nothing. Query i may attend to keys 0..i, "
-                "itself included: use diagonal=1.")},
-            hint="With causal=True, block key j > query i (torch.triu(ones(T, T), diagonal=1)) "
-                 "and nothing else.")
+                msg("your causal mask also blocks each token's own position (torch.triu(..., "
+                    "diagonal=0)), so query 0 attends to nothing. Query i may attend to keys "
+                    "0..i, itself included: use diagonal=1."))},
+            hint=msg("With causal=True, block key j > query i (torch.triu(ones(T, T), diagonal=1)) "
+                     "and nothing else."))
 
 
 # -- the MLP and the Pre-LN block (days 46-47) -----------------------------------------------------
@@ -417,11 +426,11 @@ def test_mlp_matches_reference(submission):
             learner(x), reference(x.double()), f"MLP({describe_config(cfg)})",
             rule="api-contract", day=FFN_DAY, reduction=max(d_ff, cfg["d_model"]),
             variants={"tanh-gelu": (mlp_tanh(reference, x.double()),
-                "you use the tanh approximation of GELU (GPT-2's original). SPEC's MLP uses the "
-                "exact GELU x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))): F.gelu(x) or nn.GELU() "
-                "without approximate='tanh'.")},
-            hint="MLP(x) = proj(GELU(fc(x))) with fc: d_model -> d_ff (d_ff None means "
-                 "4 * d_model), exact GELU, proj: d_ff -> d_model, bias=config.bias.")
+                msg("you use the tanh approximation of GELU (GPT-2's original). SPEC's MLP uses "
+                    "the exact GELU x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))): F.gelu(x) or "
+                    "nn.GELU() without approximate='tanh'."))},
+            hint=msg("MLP(x) = proj(GELU(fc(x))) with fc: d_model -> d_ff (d_ff None means "
+                     "4 * d_model), exact GELU, proj: d_ff -> d_model, bias=config.bias."))
 
 
 BLOCK_CASES = [  # (config fields, input shape)
@@ -459,25 +468,26 @@ def test_block_is_pre_ln(submission):
         if same(got, pre_ln, tol):
             continue
         if same(got, post_ln, tol):
-            fail(f"{what} is Post-LN: it normalises after adding the residual, x = ln_1(x + "
-                 f"attn(x)). SPEC's block is Pre-LN: {PRE_LN}. Pre-LN keeps an identity path from "
-                 "every block's output back to the embeddings, which is why deep stacks train "
-                 "stably.", symptoms=["value-mismatch"],
+            fail(msg("{what} is Post-LN: it normalises after adding the residual, x = ln_1(x + "
+                     "attn(x)). SPEC's block is Pre-LN: {pre_ln}. Pre-LN keeps an identity path "
+                     "from every block's output back to the embeddings, which is why deep stacks "
+                     "train stably.", what=what, pre_ln=PRE_LN), symptoms=["value-mismatch"],
                  diagnosis=[{"rule": "pre-ln-residual", "day": NORM_DAY, "mutant": "post-ln",
-                             "message": "the block applies LayerNorm after the residual add "
-                                        "(Post-LN) instead of before each sublayer (Pre-LN)"}])
+                             "message": msg("the block applies LayerNorm after the residual add "
+                                            "(Post-LN) instead of before each sublayer (Pre-LN)")}])
         if shape[1] > 1 and same(got, not_causal, tol):
-            fail(f"{what} calls its attention with causal=False (or without passing causal=True "
-                 "to an attention whose default is not causal): every token sees the tokens after "
-                 f"it. The block is {PRE_LN} with attn(ln_1(x), causal=True).",
+            fail(msg("{what} calls its attention with causal=False (or without passing "
+                     "causal=True to an attention whose default is not causal): every token sees "
+                     "the tokens after it. The block is {pre_ln} with attn(ln_1(x), causal=True).",
+                     what=what, pre_ln=PRE_LN),
                  symptoms=["future-leak"],
                  diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
-                             "message": "the block calls attn without causal=True"}])
-        expect_close(got, pre_ln, f"{what} (compared with your own ln_1, attn, ln_2, mlp wired "
-                     "as Pre-LN)", dtype=torch.float32, reduction=reduction,
-                     hint=f"A Pre-LN block is exactly {PRE_LN}, with attn(..., causal=True). "
-                          "Normalise the input of each sublayer, and add the sublayer's output to "
-                          "the un-normalised x.")
+                             "message": msg("the block calls attn without causal=True")}])
+        expect_close(got, pre_ln, msg("{what} (compared with your own ln_1, attn, ln_2, mlp wired "
+                                      "as Pre-LN)", what=what), dtype=torch.float32, reduction=reduction,
+                     hint=msg("A Pre-LN block is exactly {pre_ln}, with attn(..., causal=True). "
+                              "Normalise the input of each sublayer, and add the sublayer's output "
+                              "to the un-normalised x.", pre_ln=PRE_LN))
 
 
 # -- the whole GPT (day 48) -------------------------------------------------------------------------
@@ -508,20 +518,21 @@ def test_gpt_matches_reference(submission):
     for seed, (cfg, (B, T)) in enumerate(GPT_CASES):
         reference, learner = gpt_pair(submission, cfg, seed=120 + seed)
         idx = tokens(B, T, cfg["vocab_size"], seed=130 + seed)
-        what = f"GPT({describe_config(cfg)}) logits for idx of shape {(B, T)}"
+        what = msg("{module} logits for idx of shape {shape}", module=f"GPT({describe_config(cfg)})",
+                   shape=(B, T))
         logits, _ = gpt_forward(learner, idx)
         reference.double()
         variants = {}
         if T > 1:
             variants["missing-positional-embedding"] = (reference_without_positions(reference, idx),
-                "your GPT ignores the position embedding. Add it to the token embedding: "
-                "x = wte(idx) + wpe(arange(T)).")
+                msg("your GPT ignores the position embedding. Add it to the token embedding: "
+                    "x = wte(idx) + wpe(arange(T))."))
         expect_close_or_diagnose(
             logits, reference(idx)[0], what, rule="positional-encoding", day=POSITIONS_DAY,
             reduction=gpt_reduction(cfg), nan_symptom="nan-forward", variants=variants,
-            hint="x = wte(idx) + wpe(arange(T)); each block in order; logits = lm_head(ln_f(x)). "
-                 "If an earlier check of LayerNorm, attention, the MLP or the block fails, fix "
-                 "that first.")
+            hint=msg("x = wte(idx) + wpe(arange(T)); each block in order; logits = "
+                     "lm_head(ln_f(x)). If an earlier check of LayerNorm, attention, the MLP or the "
+                     "block fails, fix that first."))
 
 
 @check(points=2, rule="positional-encoding", day=POSITIONS_DAY,
@@ -535,14 +546,14 @@ def test_gpt_uses_positions(submission):
     logits = expect_shape(logits, (1, T, cfg["vocab_size"]), "GPT logits")
     tol = tolerance(torch.float32, gpt_reduction(cfg))
     if all(is_close(logits[:, t], logits[:, 0], tol) for t in range(1, T)):
-        fail("for a sequence of one token repeated, your GPT gives the same logits at every "
-             "position. Without position information attention cannot tell the copies apart "
-             "(it is permutation-equivariant), so the model cannot know where it is. Add the "
-             "learned position embedding: x = wte(idx) + wpe(arange(T)).",
+        fail(msg("for a sequence of one token repeated, your GPT gives the same logits at every "
+                 "position. Without position information attention cannot tell the copies apart "
+                 "(it is permutation-equivariant), so the model cannot know where it is. Add the "
+                 "learned position embedding: x = wte(idx) + wpe(arange(T))."),
              symptoms=["value-mismatch"],
              diagnosis=[{"rule": "positional-encoding", "day": POSITIONS_DAY,
                          "mutant": "missing-positional-embedding",
-                         "message": "the GPT adds no position embedding"}])
+                         "message": msg("the GPT adds no position embedding")}])
     # a different wpe table must change the output: wpe has to be the position embedding used
     other = {k: v.clone() for k, v in reference.state_dict().items()}
     other["wpe.weight"] = randn(T, cfg["d_model"], seed=141)
@@ -553,12 +564,12 @@ def test_gpt_uses_positions(submission):
     submission.load(learner, reference.state_dict())
     base = expect_shape(gpt_forward(learner, idx)[0], shape, "GPT logits")
     if is_close(changed, base, tol):
-        fail("loading a different table into GPT.wpe did not change your GPT's logits: wpe is "
-             "not used. SPEC's GPT uses learned positions: x = wte(idx) + wpe(arange(T)).",
+        fail(msg("loading a different table into GPT.wpe did not change your GPT's logits: wpe "
+                 "is not used. SPEC's GPT uses learned positions: x = wte(idx) + wpe(arange(T))."),
              symptoms=["value-mismatch"],
              diagnosis=[{"rule": "positional-encoding", "day": POSITIONS_DAY,
                          "mutant": "missing-positional-embedding",
-                         "message": "the GPT's wpe is never used"}])
+                         "message": msg("the GPT's wpe is never used")}])
 
 
 @check(points=2, rule="api-contract", day=GPT_DAY, title="the loss is the cross-entropy of the logits")
@@ -570,18 +581,19 @@ def test_gpt_loss_is_cross_entropy(submission):
     logits, loss = gpt_forward(learner, idx, targets)
     logits = expect_shape(logits, (B, T, V), "GPT logits")
     if loss is None:
-        fail("GPT(idx, targets) returned loss None; with targets it must return the mean "
-             "cross-entropy F.cross_entropy(logits.view(B*T, V), targets.view(B*T)).")
+        fail(msg("GPT(idx, targets) returned loss None; with targets it must return the mean "
+                 "cross-entropy F.cross_entropy(logits.view(B*T, V), targets.view(B*T))."))
     expected = F.cross_entropy(logits.double().reshape(B * T, V), targets.reshape(B * T))
-    if not torch.isfinite(expected) and not torch.isfinite(as_tensor(loss, "the loss")).all():
+    if not torch.isfinite(expected) and not torch.isfinite(as_tensor(loss, msg("the loss"))).all():
         return          # NaN logits give a NaN loss; the logits are graded by other checks
-    expect_close(loss, expected, "the loss GPT(idx, targets) returned", dtype=torch.float32,
+    expect_close(loss, expected, msg("the loss GPT(idx, targets) returned"), dtype=torch.float32,
                  reduction=B * T * V,
-                 hint="loss = F.cross_entropy(logits.view(B*T, V), targets.view(B*T)): flatten "
-                      "batch and time so each position is one example, averaged over all B*T.")
+                 hint=msg("loss = F.cross_entropy(logits.view(B*T, V), targets.view(B*T)): flatten "
+                          "batch and time so each position is one example, averaged over all B*T."))
     _, none = gpt_forward(learner, idx)
     if none is not None:
-        fail(f"GPT(idx) without targets returned a loss ({type(none).__name__}); SPEC says None.")
+        fail(msg("GPT(idx) without targets returned a loss ({type}); SPEC says None.",
+                 type=type(none).__name__))
 
 
 @check(points=1, rule="api-contract", day=GPT_DAY, title="T > block_size is an error")
@@ -589,9 +601,9 @@ def test_gpt_rejects_too_long_input(submission):
     cfg = dict(vocab_size=10, block_size=6, d_model=8, n_layer=1, n_head=2)
     learner = submission.gpt.GPT(submission.gpt.GPTConfig(**cfg))
     idx = tokens(1, 7, 10, seed=160)
-    expect_raises(lambda: learner(idx), "ValueError", "GPT with block_size=6 on idx of length T=7",
-                  hint="wpe has only block_size rows: check T <= block_size and raise "
-                       "ValueError('... T ... block_size ...') before the embedding lookup.")
+    expect_raises(lambda: learner(idx), "ValueError", msg("GPT with block_size=6 on idx of length T=7"),
+                  hint=msg("wpe has only block_size rows: check T <= block_size and raise "
+                           "ValueError('... T ... block_size ...') before the embedding lookup."))
 
 
 def leak_source(submission) -> str | None:
@@ -608,9 +620,9 @@ def leak_source(submission) -> str | None:
     tol = tolerance(torch.float32, d_model)
     reference.double()
     if is_close(got, reference(x.double(), causal=False), tol):
-        return "your MultiHeadAttention ignores causal=True"
+        return msg("your MultiHeadAttention ignores causal=True")
     if is_close(got, reference(x.double(), causal=True), tol):
-        return "your attention is causal, but a block calls it without causal=True"
+        return msg("your attention is causal, but a block calls it without causal=True")
     return None
 
 
@@ -630,19 +642,21 @@ def test_gpt_has_no_future_leak(submission):
         if not torch.allclose(changed[:, :t + 1].double(), base[:, :t + 1].double(),
                               rtol=tol, atol=tol, equal_nan=True):
             source = leak_source(submission)
-            message = (f"changing the tokens after position {t} changed your GPT's logits at "
-                       f"positions <= {t}: the future leaks into the past, so training would score "
-                       "the model on tokens it can see.")
+            message = msg("changing the tokens after position {t} changed your GPT's logits at "
+                          "positions <= {t}: the future leaks into the past, so training would "
+                          "score the model on tokens it can see.", t=t)
             if source is None:
-                fail(f"{message} Every block must call attn(..., causal=True), the causal mask "
-                     "must block key j > query i, and the head split must keep positions apart "
-                     "(view(B, T, h, d_k).transpose(1, 2)); see the attention checks.",
+                fail(msg("{message} Every block must call attn(..., causal=True), the causal mask "
+                         "must block key j > query i, and the head split must keep positions "
+                         "apart (view(B, T, h, d_k).transpose(1, 2)); see the attention checks.",
+                         message=message),
                      symptoms=["future-leak"], position=t)
-            fail(f"{message} {source[0].upper() + source[1:]}: every block must call "
-                 "attn(ln_1(x), causal=True), and causal=True must block key j > query i.",
+            fail(msg("{message} {source}: every block must call attn(ln_1(x), causal=True), and "
+                     "causal=True must block key j > query i.", message=message,
+                     source=source.capitalized()),
                  symptoms=["future-leak"], position=t,
                  diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
-                             "message": f"{source}: future tokens leak"}])
+                             "message": msg("{source}: future tokens leak", source=source)}])
 
 
 def unique_count(rows) -> tuple[int, int]:
@@ -655,8 +669,9 @@ def shared(rows, a, b):
     objects = {r["name"]: r["object"] for r in rows}
     for name in (a, b):
         if name not in objects:
-            fail(f"your GPT has no parameter named {name}; SPEC fixes .wte = nn.Embedding(V, d) "
-                 "and .lm_head = nn.Linear(d, V, bias=False).", got=sorted(objects))
+            fail(msg("your GPT has no parameter named {name}; SPEC fixes .wte = "
+                     "nn.Embedding(V, d) and .lm_head = nn.Linear(d, V, bias=False).", name=name),
+                 got=sorted(objects))
     return objects[a] == objects[b]
 
 
@@ -664,16 +679,18 @@ def shared(rows, a, b):
 def test_weight_tying(submission):
     tied = submission.gpt.GPT(submission.gpt.GPTConfig(**TOY, tie_weights=True))
     if not shared(submission.parameters(tied), "wte.weight", "lm_head.weight"):
-        fail("with tie_weights=True, lm_head.weight and wte.weight are two different Parameters. "
-             "Tying means ONE matrix read by both ends: self.lm_head.weight = self.wte.weight "
-             "(assign the Parameter itself; copying its values is not tying). For the toy GPT "
-             f"that saves V * d = 3,200 parameters ({TOY_UNTIED:,} -> {TOY_TIED:,}).",
+        fail(msg("with tie_weights=True, lm_head.weight and wte.weight are two different "
+                 "Parameters. Tying means ONE matrix read by both ends: self.lm_head.weight = "
+                 "self.wte.weight (assign the Parameter itself; copying its values is not tying). "
+                 "For the toy GPT that saves V * d = 3,200 parameters ({untied:,} -> {tied:,}).",
+                 untied=TOY_UNTIED, tied=TOY_TIED),
              diagnosis=[{"rule": "weight-tying", "day": GPT_DAY, "mutant": "untied-head",
-                         "message": "lm_head.weight is not the same Parameter as wte.weight"}])
+                         "message": msg("lm_head.weight is not the same Parameter as wte.weight")}])
     untied = submission.gpt.GPT(submission.gpt.GPTConfig(**TOY, tie_weights=False))
     if shared(submission.parameters(untied), "wte.weight", "lm_head.weight"):
-        fail("with tie_weights=False, lm_head.weight and wte.weight are the same Parameter; they "
-             "must be two independent matrices (tie only when config.tie_weights is True).")
+        fail(msg("with tie_weights=False, lm_head.weight and wte.weight are the same Parameter; "
+                 "they must be two independent matrices (tie only when config.tie_weights is "
+                 "True)."))
 
 
 GPT_LEDGER_CASES = [TOY, dict(TOY, tie_weights=False),
@@ -690,17 +707,19 @@ def test_gpt_parameter_ledger(submission):
         got = {r["name"]: r["shape"] for r in submission.parameters(learner)}
         missing = [n for n in expected if n not in got]
         extra = [n for n in got if n not in expected]
-        wrong = [f"{n} {got[n]} (expected {expected[n]})" for n in expected
+        wrong = [msg("{name} {got} (expected {expected})", name=n, got=str(got[n]),
+                     expected=str(expected[n])) for n in expected
                  if n in got and got[n] != expected[n]]
         if missing or extra or wrong:
-            parts = ([f"missing {', '.join(missing[:6])}"] if missing else []) + \
-                    ([f"unexpected {', '.join(extra[:6])}"] if extra else []) + \
-                    ([f"wrong shape {'; '.join(wrong[:6])}"] if wrong else [])
-            fail(f"GPT({describe_config(cfg)}) does not have SPEC's parameters: {'; '.join(parts)}. "
-                 "Per block: ln_1 and ln_2 (weight and bias, d each), attn.w_q/w_k/w_v/w_o (d x d), "
-                 "mlp.fc (d_ff x d) and mlp.proj (d x d_ff), biases on the Linears only if "
-                 "config.bias; then wte (V x d), wpe (block_size x d), ln_f, lm_head (V x d, no "
-                 f"bias). The toy GPT has 12,416 per block and {TOY_TIED:,} in all, tied.",
+            parts = ([msg("missing {names}", names=", ".join(missing[:6]))] if missing else []) + \
+                    ([msg("unexpected {names}", names=", ".join(extra[:6]))] if extra else []) + \
+                    ([msg("wrong shape {items}", items=join(wrong[:6], "; "))] if wrong else [])
+            fail(msg("{module} does not have SPEC's parameters: {problems}. Per block: ln_1 and "
+                     "ln_2 (weight and bias, d each), attn.w_q/w_k/w_v/w_o (d x d), mlp.fc (d_ff x "
+                     "d) and mlp.proj (d x d_ff), biases on the Linears only if config.bias; then "
+                     "wte (V x d), wpe (block_size x d), ln_f, lm_head (V x d, no bias). The toy "
+                     "GPT has 12,416 per block and {total:,} in all, tied.",
+                     module=f"GPT({describe_config(cfg)})", problems=join(parts, "; "), total=TOY_TIED),
                  missing=missing[:20], extra=extra[:20])
 
 
@@ -708,8 +727,8 @@ def test_gpt_parameter_ledger(submission):
        title="count_parameters counts a tied matrix once")
 def test_count_parameters(submission):
     gpt = submission.gpt
-    cases = [(f"the toy GPT ({describe_config(TOY)})", gpt.GPT(gpt.GPTConfig(**TOY))),
-             ("the toy GPT with tie_weights=False", gpt.GPT(gpt.GPTConfig(**TOY, tie_weights=False))),
+    cases = [(msg("the toy GPT ({config})", config=describe_config(TOY)), gpt.GPT(gpt.GPTConfig(**TOY))),
+             (msg("the toy GPT with tie_weights=False"), gpt.GPT(gpt.GPTConfig(**TOY, tie_weights=False))),
              ("LayerNorm(32)", submission.norms.LayerNorm(32)),
              ("MultiHeadAttention(32, 4, bias=True)",
               submission.attention.MultiHeadAttention(32, 4, bias=True))]
@@ -721,21 +740,23 @@ def test_count_parameters(submission):
         if isinstance(got, float) and got.is_integer():
             got = int(got)
         if isinstance(got, bool) or not isinstance(got, int):
-            fail(f"count_parameters({what}) returned {got!r:.80} ({type(got).__name__}); expected "
-                 "an int, the number of parameters")
+            fail(msg("count_parameters({what}) returned {got} ({type}); expected an int, the "
+                     "number of parameters", what=what, got=f"{got!r:.80}", type=type(got).__name__))
         if got == once:
             continue
         if got == per_name and per_name != once:
-            fail(f"count_parameters({what}) returned {got:,}; the model has {once:,} parameters. "
-                 f"The tied matrix (wte.weight = lm_head.weight, {per_name - once:,} numbers) is "
-                 "counted twice: it is ONE Parameter. model.parameters() already yields each "
-                 "Parameter once; iterating named_parameters(remove_duplicate=False) or the "
-                 "state_dict counts it once per name.", got=got, expected=once,
+            fail(msg("count_parameters({what}) returned {got:,}; the model has {once:,} "
+                     "parameters. The tied matrix (wte.weight = lm_head.weight, {tied:,} numbers) "
+                     "is counted twice: it is ONE Parameter. model.parameters() already yields "
+                     "each Parameter once; iterating named_parameters(remove_duplicate=False) or "
+                     "the state_dict counts it once per name.", what=what, got=got, once=once,
+                     tied=per_name - once), got=got, expected=once,
                  diagnosis=[{"rule": "parameter-count", "day": GPT_DAY,
                              "mutant": "tied-counted-twice",
-                             "message": "count_parameters counts the tied matrix twice"}])
-        fail(f"count_parameters({what}) returned {got:,}; the model's parameters add up to "
-             f"{once:,} (each Parameter counted once: sum(p.numel() for p in model.parameters())).",
+                             "message": msg("count_parameters counts the tied matrix twice")}])
+        fail(msg("count_parameters({what}) returned {got:,}; the model's parameters add up to "
+                 "{once:,} (each Parameter counted once: sum(p.numel() for p in "
+                 "model.parameters())).", what=what, got=got, once=once),
              got=got, expected=once)
 
 
@@ -750,4 +771,4 @@ def test_training_probe(submission):
     # one without a causal mask falls to ~0.8 by copying the visible next token
     probe = training_probe(submission, learner, vocab_size=cfg["vocab_size"],
                            block_size=cfg["block_size"], steps=100, batch_size=32, lr=1e-2)
-    judge_training(probe, "your GPT")
+    judge_training(probe, msg("your GPT"))

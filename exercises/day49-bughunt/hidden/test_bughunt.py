@@ -6,9 +6,10 @@ import torch
 
 import reference_model as ref
 from grader.answers import RealQuestion, check_answer
-from grader.fingerprints import causal_attention, estimate_scale, identify_attention, layer_norm
+from grader.fingerprints import (causal_attention, estimate_scale, identify_attention, layer_norm,
+                                 scale_label)
 from grader.testkit import (ProbeResult, check, expect_shape, fail, judge_training, markov_corpus,
-                            tolerance)
+                            msg, tolerance)
 
 V, BLOCK, D_MODEL, N_HEAD = 100, 16, 32, 4
 D_K = D_MODEL // N_HEAD
@@ -32,16 +33,23 @@ def test_attention_scale(submission):
         return
     if variant is not None:
         mutant = {"1/d_model": "scale-by-d-model", "1 (no scaling)": "no-scale"}.get(variant.scale_name)
-        fail(f"your attention scores are scaled by {variant.scale_name} = 1/{1 / variant.scale:.3g}; "
-             f"expected 1/sqrt(d_k) = 1/{math.sqrt(D_K):.3g}. Dividing by more than sqrt(d_k) "
-             "makes the scores too small and the attention too flat (every token gets about the "
-             "same weight); not dividing makes softmax saturate.",
+        name = scale_label(variant.scale_name)
+        fail(msg("your attention scores are scaled by {name} = 1/{inverse:.3g}; expected "
+                 "1/sqrt(d_k) = 1/{sqrt_d_k:.3g}. Dividing by more than sqrt(d_k) makes the scores "
+                 "too small and the attention too flat (every token gets about the same weight); "
+                 "not dividing makes softmax saturate.",
+                 name=name, inverse=1 / variant.scale, sqrt_d_k=math.sqrt(D_K)),
              symptoms=["value-mismatch"], scale=variant.scale,
              diagnosis=[{"rule": "attention-scaling", "day": 43, "mutant": mutant,
-                         "message": f"(A) scores scaled by {variant.scale_name} instead of 1/sqrt(d_k): attention too flat"}])
+                         "message": msg("(A) scores scaled by {name} instead of 1/sqrt(d_k): "
+                                        "attention too flat", name=name)}])
     scale = estimate_scale(out, q, k, v)
-    estimate = f" (the scale we estimate from your outputs is {scale:.4g}; expected {1 / math.sqrt(D_K):.4g})" if scale else ""
-    fail(f"attention(q, k, v) does not compute softmax(q k^T / sqrt(d_k)) v with a causal mask{estimate}.",
+    if scale:
+        fail(msg("attention(q, k, v) does not compute softmax(q k^T / sqrt(d_k)) v with a causal "
+                 "mask (the scale we estimate from your outputs is {scale:.4g}; expected "
+                 "{expected:.4g}).", scale=scale, expected=1 / math.sqrt(D_K)),
+             symptoms=["value-mismatch"])
+    fail(msg("attention(q, k, v) does not compute softmax(q k^T / sqrt(d_k)) v with a causal mask."),
          symptoms=["value-mismatch"])
 
 
@@ -53,18 +61,20 @@ def test_causal_mask(submission):
     nan_rows = torch.isnan(out).any(-1).nonzero().tolist()       # [b, head, query row]
     if variant is not None and variant.mask == "diagonal=0" or (variant is None and nan_rows):
         b, head, row = nan_rows[0] if nan_rows else (0, 0, 0)
-        fail(f"NaN on the first forward pass at query row {row} (head {head}): "
-             "torch.triu(..., diagonal=0) blocks each token's own position too, so row 0 has "
-             "every key blocked and softmax of all -inf is 0/0 = NaN. Block only keys j > i: "
-             "diagonal=1.", symptoms=["nan-forward"], row=row, head=head,
+        fail(msg("NaN on the first forward pass at query row {row} (head {head}): "
+                 "torch.triu(..., diagonal=0) blocks each token's own position too, so row 0 has "
+                 "every key blocked and softmax of all -inf is 0/0 = NaN. Block only keys j > i: "
+                 "diagonal=1.", row=row, head=head), symptoms=["nan-forward"], row=row, head=head,
              diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "mask-diagonal-0",
-                         "message": f"(B) triu(diagonal=0): NaN on the first forward pass at query row {row}"}])
+                         "message": msg("(B) triu(diagonal=0): NaN on the first forward pass at "
+                                        "query row {row}", row=row)}])
     if variant is not None and variant.mask == "none":
-        fail("attention lets each token see the tokens after it: the future leaks into the past. "
-             "Block key j > i with torch.triu(..., diagonal=1).", symptoms=["future-leak"],
+        fail(msg("attention lets each token see the tokens after it: the future leaks into the "
+                 "past. Block key j > i with torch.triu(..., diagonal=1)."), symptoms=["future-leak"],
              diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
-                         "message": "causal mask missing: future tokens leak"}])
-    fail("attention(q, k, v) does not apply the causal mask softmax(... masked_fill(triu(diagonal=1), -inf)).",
+                         "message": msg("causal mask missing: future tokens leak")}])
+    fail(msg("attention(q, k, v) does not apply the causal mask softmax(... "
+             "masked_fill(triu(diagonal=1), -inf))."),
          symptoms=["value-mismatch"])
 
 
@@ -109,14 +119,16 @@ def test_block_is_pre_ln(submission):
     if torch.allclose(out[finite].double(), pre[finite], rtol=tol, atol=tol):
         return
     if torch.allclose(out[finite].double(), post[finite], rtol=tol, atol=tol):
-        fail("your Block computes Post-LN: x = ln_1(x + attn(x)). The curriculum's GPT is Pre-LN: "
-             "x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)). Normalising only the sublayer's input "
-             "keeps the residual path an identity, which is what lets deep stacks train.",
+        fail(msg("your Block computes Post-LN: x = ln_1(x + attn(x)). The curriculum's GPT is "
+                 "Pre-LN: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)). Normalising only the "
+                 "sublayer's input keeps the residual path an identity, which is what lets deep "
+                 "stacks train."),
              symptoms=["value-mismatch"],
              diagnosis=[{"rule": "pre-ln-residual", "day": 46, "mutant": "post-ln",
-                         "message": "(C) Post-LN: x = ln_1(x + attn(x)) instead of x = x + attn(ln_1(x))"}])
-    fail("Block(x) is neither x + attn(ln_1(x)) followed by x + mlp(ln_2(x)), nor a known variant.",
-         symptoms=["value-mismatch"])
+                         "message": msg("(C) Post-LN: x = ln_1(x + attn(x)) instead of "
+                                        "x = x + attn(ln_1(x))")}])
+    fail(msg("Block(x) is neither x + attn(ln_1(x)) followed by x + mlp(ln_2(x)), nor a known "
+             "variant."), symptoms=["value-mismatch"])
 
 
 @check(points=3, rule="target-shift", day=49, title="(D) the target is the next token")
@@ -127,13 +139,15 @@ def test_make_xy_shifts_targets(submission):
     x = expect_shape(x, ref_x.shape, "make_xy(chunk)[0] (x)")
     y = expect_shape(y, ref_y.shape, "make_xy(chunk)[1] (y)")
     if torch.equal(y.long(), x.long()):
-        fail("make_xy returns y equal to x: the model is asked to predict the token it already "
-             "sees, so the loss collapses toward 0 while it learns nothing. The target of x[t] is "
-             "the NEXT token: x = chunk[:-1], y = chunk[1:].", symptoms=["loss-collapse"],
+        fail(msg("make_xy returns y equal to x: the model is asked to predict the token it already "
+                 "sees, so the loss collapses toward 0 while it learns nothing. The target of x[t] "
+                 "is the NEXT token: x = chunk[:-1], y = chunk[1:]."), symptoms=["loss-collapse"],
              diagnosis=[{"rule": "target-shift", "day": 49, "mutant": "unshifted-targets",
-                         "message": "(D) y = chunk[:-1]: targets not shifted, the loss collapses toward 0"}])
+                         "message": msg("(D) y = chunk[:-1]: targets not shifted, the loss "
+                                        "collapses toward 0")}])
     if not (torch.equal(x.long(), ref_x) and torch.equal(y.long(), ref_y)):
-        fail("make_xy(chunk) should return x = chunk[:-1] and y = chunk[1:].", symptoms=["value-mismatch"])
+        fail(msg("make_xy(chunk) should return x = chunk[:-1] and y = chunk[1:]."),
+             symptoms=["value-mismatch"])
 
 
 @check(points=4, rule="target-shift", day=49, title="the fixed model trains honestly")
@@ -142,17 +156,18 @@ def test_training_on_a_markov_corpus(submission):
     losses = submission.bughunt.train(data=data, config=submission.bughunt.GPTConfig(), steps=120,
                                       batch_size=16, lr=3e-3, seed=0)
     if not isinstance(losses, list) or not losses:
-        fail(f"train(...) should return the list of per-step losses, got {type(losses).__name__}")
-    judge_training(ProbeResult(losses, V, floor), "your model with your train()")
+        fail(msg("train(...) should return the list of per-step losses, got {type}",
+                 type=type(losses).__name__))
+    judge_training(ProbeResult(losses, V, floor), msg("your model with your train()"))
 
 
 # -- diagnosis.toml -------------------------------------------------------------------------------
 
 BUGS = {  # bug -> (accepted rules, accepted days, what to look at)
-    "A": ({"attention-scaling"}, {43}, "what the scores are divided by"),
-    "B": ({"causal-mask", "numerical-stability"}, {44, 45}, "which positions the mask blocks"),
-    "C": ({"pre-ln-residual"}, {46}, "where the LayerNorm sits relative to the residual"),
-    "D": ({"target-shift"}, {49}, "what y is relative to x"),
+    "A": ({"attention-scaling"}, {43}, msg("what the scores are divided by")),
+    "B": ({"causal-mask", "numerical-stability"}, {44, 45}, msg("which positions the mask blocks")),
+    "C": ({"pre-ln-residual"}, {46}, msg("where the LayerNorm sits relative to the residual")),
+    "D": ({"target-shift"}, {49}, msg("what y is relative to x")),
 }
 
 
@@ -164,12 +179,14 @@ def judge_bug(submission, bug):
     rules, days, look = BUGS[bug]
     entry = diagnosis(submission).get("bugs", {}).get(bug)
     if not isinstance(entry, dict):
-        fail(f"diagnosis.toml has no [bugs.{bug}] table with rule and day.")
+        fail(msg("diagnosis.toml has no [bugs.{bug}] table with rule and day.", bug=bug))
     rule, day = str(entry.get("rule", "")).strip(), entry.get("day")
     if rule not in rules:
-        fail(f"bugs.{bug}.rule = {rule!r} is not the rule bug ({bug}) breaks. Look at {look}.")
+        fail(msg("bugs.{bug}.rule = {rule} is not the rule bug ({bug}) breaks. Look at {look}.",
+                 bug=bug, rule=repr(rule), look=look))
     if not isinstance(day, int) or day not in days:
-        fail(f"bugs.{bug}.day = {day!r} is not the curriculum day that teaches this rule.")
+        fail(msg("bugs.{bug}.day = {day} is not the curriculum day that teaches this rule.",
+                 bug=bug, day=repr(day)))
 
 
 @check(points=1, rule="attention-scaling", day=43, title="diagnosis of bug (A)")
@@ -197,11 +214,12 @@ def test_diagnosis_symptoms(submission):
     symptoms = diagnosis(submission).get("symptoms", {})
     nan, collapse = (str(symptoms.get(k, "")).strip().upper() for k in ("nan_first_forward", "loss_collapse"))
     if nan != "B":
-        fail(f"symptoms.nan_first_forward = {nan!r}: which bug leaves a query with no visible key, "
-             "so that softmax of all -inf is NaN on the very first forward pass?")
+        fail(msg("symptoms.nan_first_forward = {answer}: which bug leaves a query with no visible "
+                 "key, so that softmax of all -inf is NaN on the very first forward pass?",
+                 answer=repr(nan)))
     if collapse != "D":
-        fail(f"symptoms.loss_collapse = {collapse!r}: which bug lets the model see the very "
-             "token it must predict?")
+        fail(msg("symptoms.loss_collapse = {answer}: which bug lets the model see the very "
+                 "token it must predict?", answer=repr(collapse)))
 
 
 @check(points=1, rule="quiz", day=49, title="the first loss after the fix")
@@ -209,5 +227,5 @@ def test_diagnosis_first_loss(submission):
     raw = diagnosis(submission).get("symptoms", {}).get("first_loss")
     result = check_answer(RealQuestion(id="first_loss", answer=math.log(V), tol=5e-3), raw)
     if not result.passed:
-        fail(f"symptoms.first_loss: {result.message} Hint: with small random weights every one of "
-             "the V = 100 tokens is about equally likely.")
+        fail(msg("symptoms.first_loss: {feedback} Hint: with small random weights every one of "
+                 "the V = 100 tokens is about equally likely.", feedback=result.message))

@@ -17,15 +17,17 @@ from grader.testkit import (
     expect_shape,
     fail,
     markov_corpus,
+    msg,
 )
 
-FLATTEN_HINT = ("F.cross_entropy wants logits of shape (N, V) against targets of shape (N,); given "
-                "(B, T, V) logits it reads dim 1 (T) as the classes. Flatten batch and time into one "
-                "axis: F.cross_entropy(logits.view(-1, V), targets.view(-1)).")
-WINDOW_HINT = ("A window starting at i needs block_size + 1 tokens (x = data[i : i + block_size] and "
-               "one more for the last target), so the valid starts are 0 .. len(data) - block_size - 1. "
-               "torch.randint(len(data) - block_size, (batch_size,)) draws exactly those (its upper "
-               "bound is exclusive); a start of len(data) - block_size makes y run off the end.")
+FLATTEN_HINT = msg("F.cross_entropy wants logits of shape (N, V) against targets of shape (N,); "
+                   "given (B, T, V) logits it reads dim 1 (T) as the classes. Flatten batch and time "
+                   "into one axis: F.cross_entropy(logits.view(-1, V), targets.view(-1)).")
+WINDOW_HINT = msg("A window starting at i needs block_size + 1 tokens (x = data[i : i + block_size] "
+                  "and one more for the last target), so the valid starts are 0 .. len(data) - "
+                  "block_size - 1. torch.randint(len(data) - block_size, (batch_size,)) draws exactly "
+                  "those (its upper bound is exclusive); a start of len(data) - block_size makes y "
+                  "run off the end.")
 
 
 def randn(*shape, seed=0, scale=1.0):
@@ -50,43 +52,52 @@ def learner_call(call, what: str, hint: str = "", symptoms=("exception",)):
     except LearnerError as exc:
         if exc.is_a("NotImplementedError"):
             raise
-        where = f" at {exc.where}" if exc.where else ""
-        fail(f"{what} raised {exc.type_name}{where}: {exc.learner_message}. {hint}".strip(),
-             symptoms=list(symptoms))
+        if exc.where:
+            message = msg("{what} raised {type} at {where}: {message}. {hint}", what=what,
+                          type=exc.type_name, where=str(exc.where), message=exc.learner_message,
+                          hint=hint)
+        else:
+            message = msg("{what} raised {type}: {message}. {hint}", what=what, type=exc.type_name,
+                          message=exc.learner_message, hint=hint)
+        fail(message, symptoms=list(symptoms))
 
 
 def xy_pair(result, what: str, shape) -> tuple[torch.Tensor, torch.Tensor]:
     """The learner's (x, y): a pair of torch tensors of the given shape."""
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        fail(f"{what} returned a {type(result).__name__}; expected a pair (x, y) of tensors",
-             symptoms=["shape-mismatch"])
+        fail(msg("{what} returned a {type}; expected a pair (x, y) of tensors", what=what,
+                 type=type(result).__name__), symptoms=["shape-mismatch"])
     x, y = result
     for name, t in (("x", x), ("y", y)):
         if not isinstance(t, torch.Tensor):
-            fail(f"{what} returned {name} as a {type(t).__name__}; return torch tensors "
-                 "(torch.as_tensor(...) or torch.from_numpy(...)), which a model can take",
+            fail(msg("{what} returned {name} as a {type}; return torch tensors "
+                     "(torch.as_tensor(...) or torch.from_numpy(...)), which a model can take",
+                     what=what, name=name, type=type(t).__name__),
                  symptoms=["shape-mismatch"])
-    return expect_shape(x, shape, f"{what}'s x"), expect_shape(y, shape, f"{what}'s y")
+    return (expect_shape(x, shape, msg("{what}'s x", what=what)),
+            expect_shape(y, shape, msg("{what}'s y", what=what)))
 
 
 def unshifted(what: str, x, shifted_y, fix: str, *, diagnose: bool, mutant: str | None = None):
-    message = (f"{what} returned y = {show(x)}, the same tokens as x. The target at position t "
-               f"must be the NEXT token, so y should be {show(shifted_y)}. With y = x a causal "
-               "model only has to copy its input: the training loss collapses toward 0 while it "
-               f"learns nothing about predicting the next token. {fix}")
+    message = msg("{what} returned y = {y}, the same tokens as x. The target at position t must be "
+                  "the NEXT token, so y should be {shifted}. With y = x a causal model only has to "
+                  "copy its input: the training loss collapses toward 0 while it learns nothing "
+                  "about predicting the next token. {fix}", what=what, y=show(x),
+                  shifted=show(shifted_y), fix=fix)
     diagnosis = [{"rule": "target-shift", "day": 49, "mutant": mutant,
-                  "message": "targets are not shifted by one (y = x): the loss collapses toward 0"}]
+                  "message": msg("targets are not shifted by one (y = x): the loss collapses "
+                                 "toward 0")}]
     fail(message, symptoms=["loss-collapse"], diagnosis=diagnosis if diagnose else ())
 
 
 # -- make_xy (target-shift) ------------------------------------------------------------------------
 
 MAKE_XY_CASES = [   # (how the chunk is given, chunk)
-    ("a list", [502, 1204, 33, 991, 88]),                                  # the seed's example
-    ("a numpy int64 array", distinct_tokens(17, seed=1)),
-    ("a numpy int32 array", distinct_tokens(9, seed=2).astype(np.int32)),
-    ("an int64 tensor", torch.from_numpy(distinct_tokens(33, seed=3))),
-    ("an int64 tensor of 2 tokens", torch.tensor([7, 11])),                # L = 1
+    (msg("a list"), [502, 1204, 33, 991, 88]),                             # the seed's example
+    (msg("a numpy int64 array"), distinct_tokens(17, seed=1)),
+    (msg("a numpy int32 array"), distinct_tokens(9, seed=2).astype(np.int32)),
+    (msg("an int64 tensor"), torch.from_numpy(distinct_tokens(33, seed=3))),
+    (msg("an int64 tensor of 2 tokens"), torch.tensor([7, 11])),           # L = 1
 ]
 
 
@@ -94,26 +105,30 @@ MAKE_XY_CASES = [   # (how the chunk is given, chunk)
 def test_make_xy_shifts_targets_by_one(submission):
     for label, chunk in MAKE_XY_CASES:
         L = len(chunk) - 1
-        what = f"make_xy({show(chunk)}) (a chunk of {L + 1} tokens given as {label})"
+        what = msg("make_xy({chunk}) (a chunk of {n} tokens given as {label})", chunk=show(chunk),
+                   n=L + 1, label=label)
         result = learner_call(lambda: submission.data.make_xy(chunk), what,
-                              hint="make_xy must accept a list, a numpy array or a tensor "
-                                   "(torch.as_tensor(np.asarray(chunk)) handles all three).")
+                              hint=msg("make_xy must accept a list, a numpy array or a tensor "
+                                       "(torch.as_tensor(np.asarray(chunk)) handles all three)."))
         x, y = xy_pair(result, what, (L,))
         want_x, want_y = ref.make_xy(chunk)
         if torch.equal(y.long(), x.long()):
-            unshifted(what, y, want_y, "Use x = chunk[:-1], y = chunk[1:].",
+            unshifted(what, y, want_y, msg("Use x = chunk[:-1], y = chunk[1:]."),
                       diagnose=True, mutant="unshifted-targets")
         if not torch.equal(x.long(), want_x):
-            fail(f"{what} returned x = {show(x)}; x is every token but the last, chunk[:-1] = "
-                 f"{show(want_x)}", symptoms=["value-mismatch"])
+            fail(msg("{what} returned x = {x}; x is every token but the last, chunk[:-1] = "
+                     "{expected}", what=what, x=show(x), expected=show(want_x)),
+                 symptoms=["value-mismatch"])
         if not torch.equal(y.long(), want_y):
-            fail(f"{what} returned y = {show(y)}; y[t] is the token after x[t], so y = chunk[1:] = "
-                 f"{show(want_y)}", symptoms=["value-mismatch"])
+            fail(msg("{what} returned y = {y}; y[t] is the token after x[t], so y = chunk[1:] = "
+                     "{expected}", what=what, y=show(y), expected=show(want_y)),
+                 symptoms=["value-mismatch"])
         for name, t in (("x", x), ("y", y)):
             if t.dtype != torch.int64:
-                fail(f"{what} returned {name} as {str(t.dtype).replace('torch.', '')}; token ids "
-                     "must be int64, which F.cross_entropy needs for its targets. Convert with "
-                     ".long() or .astype(np.int64).", got=str(t.dtype))
+                fail(msg("{what} returned {name} as {dtype}; token ids must be int64, which "
+                         "F.cross_entropy needs for its targets. Convert with .long() or "
+                         ".astype(np.int64).", what=what, name=name,
+                         dtype=str(t.dtype).replace('torch.', '')), got=str(t.dtype))
 
 
 @check(points=2, rule="target-shift", day=49, title="on a Markov corpus, y[t] is what follows x[t]")
@@ -126,24 +141,26 @@ def test_make_xy_targets_follow_the_corpus(submission):
     pairs = []
     for n in range(n_chunks):
         chunk = corpus[n * (L + 1):(n + 1) * (L + 1)]
-        what = f"make_xy(chunk {n} of a Markov corpus)"
+        what = msg("make_xy(chunk {n} of a Markov corpus)", n=n)
         x, y = xy_pair(learner_call(lambda: submission.data.make_xy(chunk), what), what, (L,))
         pairs += zip(x.tolist(), y.tolist())
     entropy = conditional_entropy(pairs)
     if entropy < floor - COLLAPSE_MARGIN:
         copied = sum(a == b for a, b in pairs) / len(pairs)
-        fail(f"on a corpus where every token has {PROBE_BRANCHING} equally likely successors, no "
-             f"next-token predictor can average below ln {PROBE_BRANCHING} = {floor:.3f} nats. "
-             f"With your make_xy's pairs, y[t] given x[t] has an entropy of only {abs(entropy):.3f} "
-             f"nats ({copied:.0%} of the targets are x[t] itself): a model trained on them learns "
-             "to copy its input and its loss collapses below what the data allows, toward 0, while "
-             "it learns nothing about the next token. Shift the targets: y = chunk[1:].",
+        fail(msg("on a corpus where every token has {branching} equally likely successors, no "
+                 "next-token predictor can average below ln {branching} = {floor:.3f} nats. With "
+                 "your make_xy's pairs, y[t] given x[t] has an entropy of only {entropy:.3f} nats "
+                 "({copied:.0%} of the targets are x[t] itself): a model trained on them learns to "
+                 "copy its input and its loss collapses below what the data allows, toward 0, "
+                 "while it learns nothing about the next token. Shift the targets: y = chunk[1:].",
+                 branching=PROBE_BRANCHING, floor=floor, entropy=abs(entropy), copied=copied),
              symptoms=["loss-collapse"], entropy=entropy, floor=floor)
     wrong = [p for p in pairs if p not in bigrams]
     if wrong:
-        fail(f"{len(wrong)} of the {len(pairs)} pairs (x[t], y[t]) from your make_xy never occur "
-             f"as consecutive tokens in the corpus (e.g. {wrong[0]}): y[t] must be the token right "
-             "after x[t]. Use x = chunk[:-1], y = chunk[1:].", symptoms=["value-mismatch"])
+        fail(msg("{wrong} of the {pairs} pairs (x[t], y[t]) from your make_xy never occur as "
+                 "consecutive tokens in the corpus (e.g. {example}): y[t] must be the token right "
+                 "after x[t]. Use x = chunk[:-1], y = chunk[1:].", wrong=len(wrong),
+                 pairs=len(pairs), example=wrong[0]), symptoms=["value-mismatch"])
 
 
 def conditional_entropy(pairs) -> float:
@@ -159,23 +176,33 @@ def conditional_entropy(pairs) -> float:
 def call_get_batch(submission, data, batch_size: int, block_size: int, hint: str = WINDOW_HINT,
                    **kwargs):
     """The learner's get_batch on valid input; an exception fails with the hint that fits it."""
-    kind = "tensor" if isinstance(data, torch.Tensor) else "numpy array"
-    what = (f"get_batch(data = a {kind} of {len(data)} tokens, batch_size={batch_size}, "
-            f"block_size={block_size})")
+    if isinstance(data, torch.Tensor):
+        what = msg("get_batch(data = a tensor of {n} tokens, batch_size={batch_size}, "
+                   "block_size={block_size})", n=len(data), batch_size=batch_size,
+                   block_size=block_size)
+    else:
+        what = msg("get_batch(data = a numpy array of {n} tokens, batch_size={batch_size}, "
+                   "block_size={block_size})", n=len(data), batch_size=batch_size,
+                   block_size=block_size)
     try:
         result = submission.data.get_batch(data, batch_size, block_size, **kwargs)
     except LearnerError as exc:
         if exc.is_a("NotImplementedError"):
             raise
         if exc.is_a("TypeError") and "generator" in kwargs:
-            hint = ("get_batch takes generator=None (a torch.Generator) and passes it on: "
-                    "torch.randint(..., generator=generator).")
+            hint = msg("get_batch takes generator=None (a torch.Generator) and passes it on: "
+                       "torch.randint(..., generator=generator).")
         elif exc.is_a("TypeError") and isinstance(data, torch.Tensor):
-            hint = ("get_batch must accept a tensor as well as a numpy array "
-                    "(torch.as_tensor(data) takes both).")
-        where = f" at {exc.where}" if exc.where else ""
-        fail(f"{what} raised {exc.type_name}{where}: {exc.learner_message}. {hint}",
-             symptoms=["exception"])
+            hint = msg("get_batch must accept a tensor as well as a numpy array "
+                       "(torch.as_tensor(data) takes both).")
+        if exc.where:
+            message = msg("{what} raised {type} at {where}: {message}. {hint}", what=what,
+                          type=exc.type_name, where=str(exc.where), message=exc.learner_message,
+                          hint=hint)
+        else:
+            message = msg("{what} raised {type}: {message}. {hint}", what=what, type=exc.type_name,
+                          message=exc.learner_message, hint=hint)
+        fail(message, symptoms=["exception"])
     x, y = xy_pair(result, what, (batch_size, block_size))
     return x, y, what
 
@@ -189,22 +216,26 @@ def window_starts(x, y, data, block_size: int, what: str, diagnose: bool = False
     for r, (row_x, row_y) in enumerate(zip(x.tolist(), y.tolist())):
         i = position.get(row_x[0])
         if i is None or row_x != tokens[i:i + T]:
-            fail(f"row {r} of {what}'s x is {show(row_x)}, which is not a window of data: each row "
-                 "must be block_size consecutive tokens data[i : i + block_size] (tokens, not "
-                 "positions). A window that runs past the end of data (wrapped around or padded) "
-                 "is not one either.", symptoms=["value-mismatch"], row=r)
+            fail(msg("row {r} of {what}'s x is {x}, which is not a window of data: each row must "
+                     "be block_size consecutive tokens data[i : i + block_size] (tokens, not "
+                     "positions). A window that runs past the end of data (wrapped around or "
+                     "padded) is not one either.", r=r, what=what, x=show(row_x)),
+                 symptoms=["value-mismatch"], row=r)
         if row_y == row_x:
-            unshifted(f"{what} (row {r})", row_x, tokens[i + 1:i + 1 + T],
-                      "Use x = data[i : i + block_size], y = data[i + 1 : i + 1 + block_size].",
+            unshifted(msg("{what} (row {r})", what=what, r=r), row_x, tokens[i + 1:i + 1 + T],
+                      msg("Use x = data[i : i + block_size], y = data[i + 1 : i + 1 + block_size]."),
                       diagnose=diagnose)
         if i > N - T - 1:
-            fail(f"row {r} of {what} starts at i = {i}, but with len(data) = {N} and block_size = "
-                 f"{T} the last valid start is len(data) - block_size - 1 = {N - T - 1}: its last "
-                 f"target would be data[{i + T}], past the end, so y ran off the end of data "
-                 f"(y = {show(row_y)}). {WINDOW_HINT}", symptoms=["value-mismatch"], row=r, start=i)
+            fail(msg("row {r} of {what} starts at i = {i}, but with len(data) = {N} and block_size "
+                     "= {T} the last valid start is len(data) - block_size - 1 = {last}: its last "
+                     "target would be data[{end}], past the end, so y ran off the end of data "
+                     "(y = {y}). {hint}", r=r, what=what, i=i, N=N, T=T, last=N - T - 1, end=i + T,
+                     y=show(row_y), hint=WINDOW_HINT),
+                 symptoms=["value-mismatch"], row=r, start=i)
         if row_y != tokens[i + 1:i + 1 + T]:
-            fail(f"row {r} of {what}: x = data[{i}:{i + T}] but y = {show(row_y)}; y must be x "
-                 f"shifted by one, data[{i + 1}:{i + 1 + T}] = {show(tokens[i + 1:i + 1 + T])}.",
+            fail(msg("row {r} of {what}: x = data[{i}:{i_end}] but y = {y}; y must be x shifted by "
+                     "one, data[{j}:{j_end}] = {expected}.", r=r, what=what, i=i, i_end=i + T,
+                     y=show(row_y), j=i + 1, j_end=i + 1 + T, expected=show(tokens[i + 1:i + 1 + T])),
                  symptoms=["value-mismatch"], row=r)
         starts.append(i)
     return starts
@@ -226,8 +257,8 @@ def jail_generator(submission, seed: int):
     try:
         return submission.module("torch").Generator().manual_seed(seed)
     except LearnerError as exc:
-        fail(f"could not make a torch.Generator in your submission's process ({exc}); does your "
-             "code replace parts of torch?", symptoms=["exception"])
+        fail(msg("could not make a torch.Generator in your submission's process ({error}); does "
+                 "your code replace parts of torch?", error=str(exc)), symptoms=["exception"])
 
 
 @check(points=2, rule="data-windows", day=49, title="get_batch returns int64 x and y")
@@ -236,18 +267,20 @@ def test_get_batch_returns_int64(submission):
     # The dtype is get_batch's output contract (rule data-windows); the shift itself may be right.
     seed_jail(submission, 149)
     tokens = distinct_tokens(120, seed=4)
-    for label, data in [("a numpy int64 array", tokens),
-                        ("a numpy int32 array", tokens.astype(np.int32)),
-                        ("an int64 tensor", torch.from_numpy(tokens)),
-                        ("an int32 tensor", torch.from_numpy(tokens).int())]:
+    for label, data in [(msg("a numpy int64 array"), tokens),
+                        (msg("a numpy int32 array"), tokens.astype(np.int32)),
+                        (msg("an int64 tensor"), torch.from_numpy(tokens)),
+                        (msg("an int32 tensor"), torch.from_numpy(tokens).int())]:
         x, y, what = call_get_batch(submission, data, 4, 8)
         for name, t in (("x", x), ("y", y)):
             if t.dtype != torch.int64:
-                fail(f"{what} with data given as {label} returned {name} as "
-                     f"{str(t.dtype).replace('torch.', '')}; x and y must be int64. F.cross_entropy "
-                     "rejects int32 targets (\"expected target dtype to be Long\"), so training "
-                     "would crash at the loss. Convert the windows with .astype(np.int64) or "
-                     ".long(), whatever dtype data has.", got=str(t.dtype), data=label)
+                fail(msg("{what} with data given as {label} returned {name} as {dtype}; x and y "
+                         "must be int64. F.cross_entropy rejects int32 targets (\"expected target "
+                         "dtype to be Long\"), so training would crash at the loss. Convert the "
+                         "windows with .astype(np.int64) or .long(), whatever dtype data has.",
+                         what=what, label=label, name=name,
+                         dtype=str(t.dtype).replace('torch.', '')),
+                     got=str(t.dtype), data=str(label))
 
 
 @check(points=3, rule="data-windows", day=49, title="every row is a window of data, y shifted by one")
@@ -270,9 +303,10 @@ def draw_starts(submission, data, block_size: int, batch_size: int, calls: int, 
         x, y, what = call_get_batch(submission, data, batch_size, block_size, hint=hint)
         starts = window_starts(x, y, data, block_size, what)
         if len(data) - block_size > 1 and batch_size >= 8 and len(set(starts)) == 1:
-            fail(f"all {batch_size} rows of {what} start at the same position {starts[0]}: each row "
-                 "is its own random window. Draw one start per row: torch.randint(len(data) - "
-                 "block_size, (batch_size,)).", symptoms=["value-mismatch"])
+            fail(msg("all {batch_size} rows of {what} start at the same position {start}: each "
+                     "row is its own random window. Draw one start per row: torch.randint(len(data) "
+                     "- block_size, (batch_size,)).", batch_size=batch_size, what=what,
+                     start=starts[0]), symptoms=["value-mismatch"])
         counts.update(starts)
     return counts
 
@@ -280,18 +314,21 @@ def draw_starts(submission, data, block_size: int, batch_size: int, calls: int, 
 def expect_every_start(counts: Counter, n_starts: int, block_size: int, draws: int):
     missing = [i for i in range(n_starts) if counts[i] == 0]
     if missing == [n_starts - 1]:
-        fail(f"with len(data) = {n_starts + block_size} and block_size = {block_size} there are "
-             f"{n_starts} valid starts, 0 .. {n_starts - 1}, but the last one, {n_starts - 1}, never "
-             f"came up in {draws} draws (each should come up about {draws // n_starts} times). "
-             "torch.randint(high, ...) already excludes high, so torch.randint(len(data) - "
-             "block_size, ...) yields every valid start, the last included; subtracting one more "
-             "drops the last window of the data from training.", symptoms=["value-mismatch"],
-             missing=missing)
+        fail(msg("with len(data) = {n} and block_size = {block_size} there are {n_starts} valid "
+                 "starts, 0 .. {last}, but the last one, {last}, never came up in {draws} draws "
+                 "(each should come up about {each} times). torch.randint(high, ...) already "
+                 "excludes high, so torch.randint(len(data) - block_size, ...) yields every valid "
+                 "start, the last included; subtracting one more drops the last window of the data "
+                 "from training.", n=n_starts + block_size, block_size=block_size,
+                 n_starts=n_starts, last=n_starts - 1, draws=draws, each=draws // n_starts),
+             symptoms=["value-mismatch"], missing=missing)
     if missing:
-        fail(f"starts {show(missing)} never came up in {draws} draws over the {n_starts} valid "
-             f"starts 0 .. {n_starts - 1} (each should come up about {draws // n_starts} times). "
-             "Draw every row's start independently and uniformly: torch.randint(len(data) - "
-             "block_size, (batch_size,)).", symptoms=["value-mismatch"], missing=missing)
+        fail(msg("starts {missing} never came up in {draws} draws over the {n_starts} valid starts "
+                 "0 .. {last} (each should come up about {each} times). Draw every row's start "
+                 "independently and uniformly: torch.randint(len(data) - block_size, "
+                 "(batch_size,)).", missing=show(missing), draws=draws, n_starts=n_starts,
+                 last=n_starts - 1, each=draws // n_starts),
+             symptoms=["value-mismatch"], missing=missing)
 
 
 @check(points=3, rule="data-windows", day=49, title="every valid start is drawn, the last one too, uniformly")
@@ -299,7 +336,7 @@ def test_get_batch_draws_every_start_uniformly(submission):
     seed_jail(submission, 1049)
     # Exactly one window: len(data) = block_size + 1 is enough, and its only start is 0.
     data = distinct_tokens(9, seed=6)
-    draw_starts(submission, data, 8, 8, 1, hint=(
+    draw_starts(submission, data, 8, 8, 1, hint=msg(
         "With len(data) = block_size + 1 there is exactly one window, at start 0, and "
         "torch.randint(len(data) - block_size, ...) = torch.randint(1, ...) always picks it. "
         "torch.randint(0, ...) (an extra - 1) raises; torch.randint(2, ...) (an extra + 1) also "
@@ -317,11 +354,12 @@ def test_get_batch_draws_every_start_uniformly(submission):
     dof = n_starts - 1
     bound = dof + 10 * math.sqrt(2 * dof)    # a uniform sampler exceeds this about once in 10^9
     if chi2 > bound:
-        fail(f"the window starts are far from uniform: counts {[counts[i] for i in range(n_starts)]} "
-             f"over {draws} draws, about {expected:.0f} each expected (chi-square {chi2:.0f} with "
-             f"{dof} degrees of freedom; a uniform sampler stays below {bound:.0f}). Every valid "
-             "start must be equally likely: draw each row's start independently with "
-             "torch.randint(len(data) - block_size, (batch_size,)).",
+        fail(msg("the window starts are far from uniform: counts {counts} over {draws} draws, "
+                 "about {expected:.0f} each expected (chi-square {chi2:.0f} with {dof} degrees of "
+                 "freedom; a uniform sampler stays below {bound:.0f}). Every valid start must be "
+                 "equally likely: draw each row's start independently with torch.randint(len(data) "
+                 "- block_size, (batch_size,)).", counts=str([counts[i] for i in range(n_starts)]),
+                 draws=draws, expected=expected, chi2=chi2, dof=dof, bound=bound),
              symptoms=["value-mismatch"], chi2=chi2, bound=bound)
 
 
@@ -336,14 +374,14 @@ def test_get_batch_uses_the_generator(submission):
         batches.append((x, y))
     (x1, y1), (x2, y2), (x3, _) = batches
     if not (torch.equal(x1, x2) and torch.equal(y1, y2)):
-        fail("two calls of get_batch, each with a fresh torch.Generator().manual_seed(1234), gave "
-             "different batches: the random starts do not come from `generator`. Pass it on: "
-             "torch.randint(len(data) - block_size, (batch_size,), generator=generator).",
+        fail(msg("two calls of get_batch, each with a fresh torch.Generator().manual_seed(1234), "
+                 "gave different batches: the random starts do not come from `generator`. Pass it "
+                 "on: torch.randint(len(data) - block_size, (batch_size,), generator=generator)."),
              symptoms=["value-mismatch"])
     if torch.equal(x1, x3):
-        fail("generators seeded 1234 and 4321 gave the same batch: the random starts do not come "
-             "from `generator` (is the global seed reset inside get_batch?). Pass it on: "
-             "torch.randint(..., generator=generator).", symptoms=["value-mismatch"])
+        fail(msg("generators seeded 1234 and 4321 gave the same batch: the random starts do not "
+                 "come from `generator` (is the global seed reset inside get_batch?). Pass it on: "
+                 "torch.randint(..., generator=generator)."), symptoms=["value-mismatch"])
 
 
 @check(points=1, rule="data-windows", day=49, title="data too short for one window is a ValueError")
@@ -351,13 +389,15 @@ def test_get_batch_rejects_data_shorter_than_a_window(submission):
     for n_tokens, block_size in [(8, 8), (3, 8), (0, 4)]:
         data = np.arange(n_tokens, dtype=np.int64)
         exc = expect_raises(lambda: submission.data.get_batch(data, 4, block_size), "ValueError",
-                            f"get_batch(data of {n_tokens} tokens, batch_size=4, block_size={block_size})",
-                            hint="One window needs block_size + 1 tokens (block_size inputs and one "
-                                 "more target), so len(data) < block_size + 1 leaves no valid start: "
-                                 "check for it and raise ValueError naming the argument.")
+                            msg("get_batch(data of {n} tokens, batch_size=4, block_size={block_size})",
+                                n=n_tokens, block_size=block_size),
+                            hint=msg("One window needs block_size + 1 tokens (block_size inputs and "
+                                     "one more target), so len(data) < block_size + 1 leaves no "
+                                     "valid start: check for it and raise ValueError naming the "
+                                     "argument."))
         if "data" not in exc.learner_message and "block_size" not in exc.learner_message:
-            fail("the ValueError should name the argument that is wrong (data or block_size), got: "
-                 f"{exc.learner_message!r}")
+            fail(msg("the ValueError should name the argument that is wrong (data or block_size), "
+                     "got: {message}", message=repr(exc.learner_message)))
 
 
 # -- lm_loss (loss-flattening) ---------------------------------------------------------------------
@@ -369,12 +409,13 @@ def call_lm_loss(submission, logits, targets, what):
     got = learner_call(lambda: submission.data.lm_loss(logits, targets), what, hint=FLATTEN_HINT,
                        symptoms=["shape-mismatch"])
     if not isinstance(got, torch.Tensor):
-        fail(f"{what} returned a {type(got).__name__}; return the loss as a 0-dim tensor (not "
-             ".item()), so that training can call loss.backward() on it.",
+        fail(msg("{what} returned a {type}; return the loss as a 0-dim tensor (not .item()), so "
+                 "that training can call loss.backward() on it.", what=what, type=type(got).__name__),
              symptoms=["shape-mismatch"])
     if isinstance(got, torch.Tensor) and got.dim() != 0:
-        fail(f"{what} returned shape {tuple(got.shape)}; expected one number, a 0-dim tensor: the "
-             "mean cross-entropy over all B*T positions (reduction='mean', the default).",
+        fail(msg("{what} returned shape {shape}; expected one number, a 0-dim tensor: the mean "
+                 "cross-entropy over all B*T positions (reduction='mean', the default).",
+                 what=what, shape=tuple(got.shape)),
              symptoms=["shape-mismatch"], got=list(got.shape))
     return expect_shape(got, (), what)
 
@@ -384,13 +425,14 @@ def test_lm_loss_matches_flattened_cross_entropy(submission):
     for seed, (B, T, V) in enumerate(LOSS_SHAPES):
         logits = randn(B, T, V, seed=seed, scale=2.0)
         targets = torch.randint(V, (B, T), generator=torch.Generator().manual_seed(100 + seed))
-        what = f"lm_loss(logits of shape {(B, T, V)}, targets of shape {(B, T)})"
+        what = msg("lm_loss(logits of shape {logits}, targets of shape {targets})",
+                   logits=(B, T, V), targets=(B, T))
         got = call_lm_loss(submission, logits, targets, what)
         expected = ref.lm_loss(logits.double(), targets)
         hint = FLATTEN_HINT
         if B * T > 1 and abs(float(got) / float(expected) - B * T) < 1e-3 * B * T:
-            hint = (f"Yours is B*T = {B * T} times the mean: the losses were summed. Average over "
-                    "all B*T positions: reduction='mean', F.cross_entropy's default.")
+            hint = msg("Yours is B*T = {n} times the mean: the losses were summed. Average over "
+                       "all B*T positions: reduction='mean', F.cross_entropy's default.", n=B * T)
         expect_close(got, expected, what, reduction=B * T * V, hint=hint)
 
 
@@ -399,22 +441,31 @@ def test_lm_loss_is_a_mean(submission):
     B, T, V = 4, 8, 100
     logits = torch.zeros(B, T, V)         # every token equally likely: the loss is ln(V) everywhere
     targets = torch.randint(V, (B, T), generator=torch.Generator().manual_seed(7))
-    what = f"lm_loss(all-zero logits of shape {(B, T, V)}, targets {(B, T)})"
+    what = msg("lm_loss(all-zero logits of shape {logits}, targets {targets})", logits=(B, T, V),
+               targets=(B, T))
     got = float(call_lm_loss(submission, logits, targets, what))
     ln_v = math.log(V)
     if not abs(got - ln_v) <= 1e-4:
         ratio = got / ln_v
-        why = ""
-        for factor, meaning in ((B * T, "B*T: the losses of all positions were summed instead of "
-                                        "averaged. Use reduction='mean' (the default)"),
-                                (T, "T: each sequence's losses were summed, then averaged over the "
-                                    "batch. Average over all B*T positions"),
-                                (B, "B: the losses were summed over the batch. Average over all B*T "
-                                    "positions")):
+        why = None
+        for factor, meaning in ((B * T, msg("B*T: the losses of all positions were summed instead "
+                                            "of averaged. Use reduction='mean' (the default)")),
+                                (T, msg("T: each sequence's losses were summed, then averaged over "
+                                        "the batch. Average over all B*T positions")),
+                                (B, msg("B: the losses were summed over the batch. Average over all "
+                                        "B*T positions"))):
             if abs(ratio - factor) < 0.01 * factor:
-                why = f" That is {factor} = {meaning}."
+                why = (factor, meaning)
                 break
-        fail(f"{what} returned {got:.4f}; with all-zero logits every token is equally likely, so "
-             f"the mean cross-entropy is ln(V) = ln {V} = {ln_v:.4f}, the first loss to expect "
-             f"before training. Yours is {ratio:.3g} x ln(V).{why}",
-             symptoms=["first-loss-off"], got=got, expected=ln_v)
+        values = dict(what=what, got=got, V=V, ln_v=ln_v, ratio=ratio)
+        if why:
+            message = msg("{what} returned {got:.4f}; with all-zero logits every token is equally "
+                          "likely, so the mean cross-entropy is ln(V) = ln {V} = {ln_v:.4f}, the "
+                          "first loss to expect before training. Yours is {ratio:.3g} x ln(V). That "
+                          "is {factor} = {meaning}.", factor=why[0], meaning=why[1], **values)
+        else:
+            message = msg("{what} returned {got:.4f}; with all-zero logits every token is equally "
+                          "likely, so the mean cross-entropy is ln(V) = ln {V} = {ln_v:.4f}, the "
+                          "first loss to expect before training. Yours is {ratio:.3g} x ln(V).",
+                          **values)
+        fail(message, symptoms=["first-loss-off"], got=got, expected=ln_v)

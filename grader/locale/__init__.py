@@ -1,0 +1,379 @@
+"""Learner-facing text in English and Traditional Chinese (zh-TW), through gettext catalogs.
+
+A message is built where it is decided, with `msg(template, **params)`: the English template is
+the msgid (as in gettext), and `{name}` placeholders (str.format syntax, format specs allowed:
+`{err:.3g}`, `{n:,}`) are filled from the params. A `Message` *is* a `str` (its English text), so
+code that compares, prints or caps messages keeps working; it also keeps its msgid and params,
+which the grade stores (`message_id`, `message_params`) so that a report renders the same
+message later in any language. A param may itself be a Message (a hint inside a sentence).
+
+Catalogs live next to this file as `<lang>/LC_MESSAGES/grader.po` (zh_TW). They are read with
+Babel's `read_po`, compiled in memory with `write_mo` and loaded as gettext `Translations`; a
+msgid without a translation falls back to English. `python -m grader.locale update` extracts
+every msgid from the sources (the same extractor `pybabel extract -F babel.cfg` uses) and merges
+it into the catalogs; the test suite fails on any msgid that has no zh-TW translation.
+"""
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+import string
+from functools import cache
+from pathlib import Path
+
+LOCALE_DIR = Path(__file__).parent
+DOMAIN = "grader"
+LANGS = ("en", "zh-TW")
+DEFAULT_LANG = "en"
+MAX_PARAM = 64 * 1024          # a learner's text inside a message is capped like a message
+
+
+def N_(template: str) -> str:
+    """Mark a constant string for extraction; it is translated where it is shown."""
+    return template
+
+
+# -- languages ----------------------------------------------------------------------------------
+
+def normalize_lang(lang: str | None) -> str:
+    """'zh-TW', 'zh_TW.UTF-8', 'zh_Hant', 'zh' -> 'zh-TW'; anything else -> 'en'."""
+    if not lang:
+        return DEFAULT_LANG
+    tag = lang.split(".")[0].split("@")[0].replace("_", "-").lower()
+    return "zh-TW" if tag == "zh" or tag.startswith("zh-") else DEFAULT_LANG
+
+
+def lang_from_env(environ=None) -> str:
+    """The language of the locale, as gettext looks for it: LANGUAGE, LC_ALL, LC_MESSAGES, LANG."""
+    environ = os.environ if environ is None else environ
+    locale = next((environ[v] for v in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(v)), "")
+    if not locale or locale in ("C", "POSIX") or locale.startswith("C."):
+        return DEFAULT_LANG              # the C locale: no translation, LANGUAGE is ignored too
+    language = environ.get("LANGUAGE")
+    return normalize_lang((language or locale).split(":")[0])
+
+
+def po_path(lang: str) -> Path:
+    return LOCALE_DIR / normalize_lang(lang).replace("-", "_") / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+@cache
+def catalog(lang: str):
+    """The Babel Catalog of `lang`'s .po file (None for English, the source language)."""
+    from babel.messages.pofile import read_po
+    lang = normalize_lang(lang)
+    path = po_path(lang)
+    if lang == DEFAULT_LANG or not path.exists():
+        return None
+    with open(path, "rb") as f:
+        return read_po(f, locale=lang.replace("-", "_"), domain=DOMAIN)
+
+
+@cache
+def translations(lang: str):
+    """gettext Translations for `lang`, compiled in memory from its .po file with Babel."""
+    from babel.messages.mofile import write_mo
+    from babel.support import NullTranslations, Translations
+    cat = catalog(lang)
+    if cat is None:
+        return NullTranslations()
+    buf = io.BytesIO()
+    write_mo(buf, cat)                # fuzzy entries are left out, as msgfmt does
+    buf.seek(0)
+    return Translations(buf, domain=DOMAIN)
+
+
+def gettext(msgid: str, lang: str) -> str:
+    if normalize_lang(lang) == DEFAULT_LANG or not msgid:
+        return msgid
+    return translations(lang).gettext(msgid)
+
+
+def has_translation(msgid: str, lang: str) -> bool:
+    """Whether `lang`'s catalog translates `msgid` (English needs no catalog)."""
+    if normalize_lang(lang) == DEFAULT_LANG or not msgid:
+        return True
+    entry = catalog(lang).get(msgid) if catalog(lang) is not None else None
+    return bool(entry and entry.string and not entry.fuzzy)
+
+
+# -- messages -----------------------------------------------------------------------------------
+
+class Message(str):
+    """English text that remembers its msgid and params, so it can be shown in another language."""
+
+    msgid: str
+    params: dict
+    cap: bool
+
+    def __new__(cls, msgid: str, params: dict | None = None, cap: bool = False):
+        params = {k: _freeze(v) for k, v in (params or {}).items()}
+        self = super().__new__(cls, _render(msgid, params, DEFAULT_LANG, cap))
+        self.msgid, self.params, self.cap = msgid, params, cap
+        return self
+
+    def __reduce__(self):
+        return (_restore, (self.msgid, self.params, self.cap))
+
+    def render(self, lang: str = DEFAULT_LANG) -> str:
+        if normalize_lang(lang) == DEFAULT_LANG:
+            return str.__str__(self)
+        return _render(self.msgid, self.params, lang, self.cap)
+
+    def capitalized(self) -> "Message":
+        """Sentence case in English (first letter upper case); no effect on other languages."""
+        return Message(self.msgid, self.params, cap=True)
+
+    def to_data(self) -> dict:
+        data = {"id": self.msgid, "params": {k: _data(v) for k, v in self.params.items()}}
+        if self.cap:
+            data["cap"] = True
+        return data
+
+    @classmethod
+    def from_data(cls, data: dict) -> "Message":
+        params = {k: (cls.from_data(v) if _is_message_data(v) else v)
+                  for k, v in (data.get("params") or {}).items()}
+        return cls(str(data["id"]), params, bool(data.get("cap")))
+
+
+def message_fields(message, limit: int = MAX_PARAM) -> dict:
+    """The fields a model stores for a message: `message` (English, capped to `limit`), and for
+    a Message its `message_id` and `message_params`, from which a report renders any language."""
+    if isinstance(message, Message):
+        data = message.to_data()
+        if data.get("cap"):                  # sentence case: keep it as a wrapped message
+            data = {"id": "{text}", "params": {"text": data}}
+        return dict(message=str.__str__(message)[:limit], message_id=data["id"],
+                    message_params=data["params"])
+    return dict(message=str(message)[:limit])
+
+
+def _restore(msgid, params, cap):
+    return Message(msgid, params, cap)
+
+
+def msg(template: str, /, **params) -> Message:
+    """A translatable message: `template` is English with {name} placeholders (the msgid)."""
+    return Message(template, params)
+
+
+def join(items, sep: str = "; "):
+    """Items (Messages or text) joined by "; ", ", " or " ", as one translatable message."""
+    items = list(items)
+    if not items:
+        return ""
+    out = items[0]
+    for item in items[1:]:
+        if sep == "; ":
+            out = Message("{a}; {b}", {"a": out, "b": item})
+        elif sep == ", ":
+            out = Message("{a}, {b}", {"a": out, "b": item})
+        else:
+            out = Message("{a} {b}", {"a": out, "b": item})
+    return out
+
+
+JOINERS = [N_("{a}; {b}"), N_("{a}, {b}"), N_("{a} {b}")]
+
+
+def _is_message_data(value) -> bool:
+    return isinstance(value, dict) and "id" in value and isinstance(value.get("params", {}), dict)
+
+
+def _freeze(value):
+    """Params as plain data that survives JSON: numbers, text, None, lists, nested Messages."""
+    if isinstance(value, Message) or value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return str(value)[:MAX_PARAM]
+    if isinstance(value, tuple):
+        return str(value)[:MAX_PARAM]              # shown as Python shows a shape: (2, 3)
+    if isinstance(value, list):
+        return [_freeze(v) for v in value]
+    item = getattr(value, "item", None)            # numpy / torch scalars
+    if callable(item):
+        try:
+            got = item()
+            if isinstance(got, (bool, int, float)):
+                return got
+        except Exception:
+            pass
+    return str(value)[:MAX_PARAM]
+
+
+def _data(value):
+    if isinstance(value, Message):
+        return value.to_data()
+    if isinstance(value, list):
+        return [_data(v) for v in value]
+    return value
+
+
+class _Formatter(string.Formatter):
+    """str.format that renders nested messages in the same language and never raises on a
+    param whose type does not fit its format spec (a NaN stored as null, say)."""
+
+    def __init__(self, lang: str):
+        self.lang = lang
+
+    def get_value(self, key, args, kwargs):
+        if isinstance(key, str) and key in kwargs:
+            return render_value(kwargs[key], self.lang)
+        return "{" + str(key) + "}"
+
+    def format_field(self, value, format_spec):
+        try:
+            return format(value, format_spec)
+        except (ValueError, TypeError):
+            return str(value)
+
+
+def render_value(value, lang: str):
+    if isinstance(value, Message):
+        return value.render(lang)
+    if _is_message_data(value):
+        return Message.from_data(value).render(lang)
+    return value
+
+
+def _render(msgid: str, params: dict, lang: str, cap: bool = False) -> str:
+    lang = normalize_lang(lang)
+    template = gettext(msgid, lang)
+    try:
+        text = _Formatter(lang).vformat(template, (), params) if params or "{" in template else template
+    except (ValueError, IndexError, KeyError, AttributeError):
+        try:       # a broken translation must never hide the message: fall back to English
+            text = _Formatter(lang).vformat(msgid, (), params)
+        except (ValueError, IndexError, KeyError, AttributeError):
+            text = msgid
+    text = text.strip()            # an empty optional part ("... {hint}") leaves no trailing space
+    if cap and lang == DEFAULT_LANG and text[:1].islower():
+        text = text[:1].upper() + text[1:]
+    return text
+
+
+def render(message, lang: str = DEFAULT_LANG, msgid: str | None = None, params: dict | None = None) -> str:
+    """Show a message in `lang`: a Message, stored (msgid, params), or plain English text.
+
+    Plain text without a msgid is matched against the catalog's templates (text that code outside
+    the grader's checks produced, such as jail and submission errors); unknown text stays English.
+    """
+    lang = normalize_lang(lang)
+    if isinstance(message, Message):
+        return message.render(lang)
+    if msgid:
+        stored = Message.from_data({"id": msgid, "params": params or {}})
+        return stored.render(lang)
+    text = "" if message is None else str(message)
+    return text if lang == DEFAULT_LANG else localize_text(text, lang)
+
+
+def translate(text: str, lang: str) -> str:
+    """A constant string (a title, a label) in `lang`."""
+    return gettext(text, lang)
+
+
+# -- reverse lookup: English text back to (msgid, params) -----------------------------------------
+
+_REVERSE_LIMIT = 4096         # longer text is shown as it is (no regex over big learner text)
+
+
+@cache
+def _patterns(lang: str) -> tuple:
+    found = []
+    for msgid in _catalog_ids(lang):
+        if "{" not in msgid:
+            continue
+        literal = re.sub(r"\{[^{}]*\}", "", msgid)
+        if len(re.sub(r"[^A-Za-z]", "", literal)) < 4:
+            continue                        # "{a}; {b}" would match any text: not a template to guess
+        regex, names = _template_regex(msgid)
+        if regex is not None:
+            found.append((len(literal), msgid, regex, names))
+    found.sort(key=lambda x: -x[0])         # the most specific template first
+    return tuple((msgid, regex, names) for _, msgid, regex, names in found)
+
+
+@cache
+def _catalog_ids(lang: str) -> tuple[str, ...]:
+    cat = catalog(lang)
+    if cat is None:
+        return ()
+    return tuple(m.id for m in cat if isinstance(m.id, str) and m.id and m.string and not m.fuzzy)
+
+
+def _template_regex(template: str):
+    parts, names, seen = [], {}, {}
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError:
+        return None, {}
+    for literal, field, _spec, _conv in parsed:
+        parts.append(re.escape(literal))
+        if field is None:
+            continue
+        if field in seen:
+            parts.append(f"(?P={seen[field]})")
+            continue
+        group = f"g{len(seen)}"
+        seen[field] = group
+        names[group] = field
+        parts.append(f"(?P<{group}>.*?)")
+    return re.compile("".join(parts), re.DOTALL), names
+
+
+def parse_text(text: str, lang: str = "zh-TW") -> tuple[str, dict] | None:
+    """(msgid, params) whose English rendering is `text`, if the catalog has such a template."""
+    if not text or len(text) > _REVERSE_LIMIT:
+        return None
+    if gettext(text, lang) != text:
+        return text, {}
+    for msgid, regex, names in _patterns(normalize_lang(lang)):
+        m = regex.fullmatch(text)
+        if m:
+            return msgid, {names[g]: v for g, v in m.groupdict().items()}
+    return None
+
+
+def recognize(text: str):
+    """A Message for English text that a known template produced (jail and submission errors,
+    written by code that builds plain strings); the text itself when none did."""
+    found = parse_text(text, "zh-TW")
+    if found is None:
+        return text
+    message = Message(*found)
+    return message if str.__str__(message) == text else text
+
+
+def localize_text(text: str, lang: str, _depth: int = 0) -> str:
+    lang = normalize_lang(lang)
+    if lang == DEFAULT_LANG or not text:
+        return text
+    found = parse_text(text, lang)
+    if found is None:
+        return text
+    msgid, params = found
+    if _depth < 3:
+        params = {k: localize_text(v, lang, _depth + 1) for k, v in params.items()}
+    return _render(msgid, params, lang)
+
+
+# -- numbers as the reports show them --------------------------------------------------------------
+
+def number(value, digits: int = 4) -> str:
+    """A float for people: 4.6052, 0.0312, 1.2e-07, NaN, inf."""
+    if value is None:
+        return "NaN"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}g}"
+
+
+__all__ = ["LANGS", "DEFAULT_LANG", "Message", "msg", "N_", "normalize_lang", "lang_from_env",
+           "catalog", "translations", "gettext", "translate", "render", "localize_text", "recognize", "parse_text",
+           "has_translation", "number", "po_path", "join", "message_fields"]

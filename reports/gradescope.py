@@ -1,0 +1,89 @@
+"""Grade -> Gradescope's results.json (gradescope-autograders.readthedocs.io, "Autograder
+Specifications", Output format). schemas/gradescope-results.schema.json is that page as a JSON
+Schema; tests validate every results.json against it.
+
+- `score`: the grade's score (Gradescope uses it over the tests' sum when given).
+- `tests`: one per check: name (its title in the report's language), number, score, max_score,
+  status passed/failed, output (the message, symptoms and evidence, text format), tags (rule, day),
+  visibility "visible".
+- `output`: a summary (score, error, diagnoses) for the whole submission.
+- `stdout_visibility` "hidden": what the autograder script prints is for instructors only.
+- `extra_data`: the exercise and the diagnosis as data.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from grader.models import Grade
+from reports.jsonfmt import strict
+from reports.terminal import curve_facts
+from reports.view import build_view, fmt_points, labelled, listing, rule_day, t
+
+SCHEMA = Path(__file__).with_name("schemas") / "gradescope-results.schema.json"
+
+
+def results(grade: Grade, lang: str = "en") -> dict:
+    v = build_view(grade, lang)
+    by_id = {c.id: c for g in v.groups for c in g.checks}
+    tests = []
+    for number, c in enumerate(grade.checks, 1):
+        cv = by_id[c.id]
+        lines = [cv.message] if cv.message else []
+        if not c.passed and cv.symptoms:
+            lines.append(labelled(t("symptoms", lang), listing(cv.symptoms, lang), lang))
+        lines += [labelled(k, val, lang) for k, val in cv.evidence]
+        tests.append({
+            "name": f"{cv.title} ({c.id})",
+            "number": str(number),
+            "score": c.points,
+            "max_score": c.max_points,
+            "status": "passed" if c.passed else "failed",
+            "output": "\n".join(lines),
+            "output_format": "text",
+            "tags": [c.rule, f"day-{c.day}"],
+            "visibility": "visible",
+            "extra_data": {"id": c.id, "rule": c.rule, "day": c.day, "symptoms": list(c.symptoms)},
+        })
+    summary = [labelled(v.exercise_title, f"{fmt_points(v.score)} / {fmt_points(v.max_score)} · "
+                        + (t("PASSED", lang) if v.passed else t("NOT PASSED", lang)), lang)]
+    if v.error_kind:
+        summary.append(labelled(labelled(t("The submission could not be graded normally", lang),
+                                         v.error_label, lang), v.error_message or "", lang))
+    if v.diagnoses:
+        summary.append(t("Diagnosis", lang))
+        summary += ["- " + labelled(rule_day(d.rule_label, d.day, lang)
+                                    + (f" [{d.mutant}]" if d.mutant else ""), d.message, lang)
+                    for d in v.diagnoses]
+    for c in v.curves:
+        summary.append(labelled(f"{t('Training probe', lang)} · {c.check_title}", curve_facts(c, lang), lang))
+    summary += [labelled(t("warning", lang), w, lang) for w in v.warnings]
+    data = {
+        "score": grade.score,
+        "execution_time": max(0, math.ceil(grade.duration_s)),
+        "output": "\n".join(summary),
+        "output_format": "text",
+        "test_output_format": "text",
+        "test_name_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "extra_data": strict({
+            "exercise": grade.exercise, "student": grade.student, "passed": grade.passed,
+            "max_score": grade.max_score, "symptoms": list(grade.symptoms),
+            "diagnosis": [{"rule": d.rule, "day": d.day, "mutant": d.mutant, "check": d.check}
+                          for d in grade.diagnosis],
+            "error": grade.error.kind if grade.error else None,
+            "grader_version": grade.grader_version, "language": v.lang,
+        }),
+        "tests": tests,
+    }
+    return data
+
+
+def render_gradescope(grade: Grade, lang: str = "en") -> str:
+    return json.dumps(results(grade, lang), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
+def schema() -> dict:
+    return json.loads(SCHEMA.read_text(encoding="utf-8"))

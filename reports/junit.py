@@ -1,0 +1,89 @@
+"""Grade -> JUnit XML for CI dashboards: one <testcase> per check, a <failure> with its message.
+
+Layout (the common Jenkins/Surefire schema): <testsuites> holding one <testsuite> per grade, named
+after the exercise, with properties (score, max_score, student, diagnosis), one <testcase> per
+check (classname = exercise.rule, name = check id and title), and, when the submission could not
+be graded normally, one more <testcase name="grading"> carrying an <error>. Learner text is
+stripped of characters XML 1.0 cannot hold; ElementTree escapes the rest.
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from grader.models import Grade
+from reports.view import build_view, fmt_points, labelled, listing, rule_day, t
+
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text) -> str:
+    return _NOT_XML.sub("?", str(text))
+
+
+def first_line(text: str, limit: int = 240) -> str:
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def suite(grade: Grade, lang: str = "en") -> ET.Element:
+    v = build_view(grade, lang)
+    by_id = {c.id: c for g in v.groups for c in g.checks}
+    failures = sum(not c.passed for c in grade.checks)
+    errors = 1 if grade.error else 0
+    el = ET.Element("testsuite", {
+        "name": grade.exercise, "tests": str(len(grade.checks) + errors), "failures": str(failures),
+        "errors": str(errors), "skipped": "0", "time": f"{grade.duration_s:.3f}"})
+    props = ET.SubElement(el, "properties")
+    for name, value in (("score", fmt_points(grade.score)), ("max_score", fmt_points(grade.max_score)),
+                        ("passed", str(grade.passed).lower()), ("student", grade.student or ""),
+                        ("grader_version", grade.grader_version), ("isolation", grade.isolation),
+                        ("language", v.lang)):
+        ET.SubElement(props, "property", {"name": name, "value": xml_text(value)})
+    for d in v.diagnoses:
+        ET.SubElement(props, "property", {"name": "diagnosis",
+                                          "value": xml_text(labelled(
+                                              rule_day(d.rule_label, d.day, lang)
+                                              + (f" [{d.mutant}]" if d.mutant else ""), d.message, lang))})
+    for c in grade.checks:
+        cv = by_id[c.id]
+        case = ET.SubElement(el, "testcase", {
+            "classname": f"{grade.exercise}.{c.rule}", "name": xml_text(f"{c.id}: {cv.title}"),
+            "time": "0", "file": grade.exercise})
+        if not c.passed:
+            body = [cv.message]
+            if cv.symptoms:
+                body.append(labelled(t("symptoms", lang), listing(cv.symptoms, lang), lang))
+            body += [labelled(k, val, lang) for k, val in cv.evidence]
+            body.append(labelled(t("points", lang), f"{fmt_points(c.points)} / {fmt_points(c.max_points)}", lang))
+            failure = ET.SubElement(case, "failure", {
+                "message": xml_text(first_line(cv.message) or t("failed", lang)),
+                "type": c.symptoms[0] if c.symptoms else c.rule})
+            failure.text = xml_text("\n".join(b for b in body if b))
+    if grade.error:
+        case = ET.SubElement(el, "testcase", {"classname": f"{grade.exercise}.grading",
+                                              "name": "grading", "time": "0"})
+        error = ET.SubElement(case, "error", {"message": xml_text(first_line(v.error_message or "")),
+                                              "type": grade.error.kind})
+        error.text = xml_text(labelled(v.error_label or "", v.error_message or "", lang))
+    if v.output:
+        ET.SubElement(el, "system-out").text = xml_text(v.output)
+    return el
+
+
+def render_junit(grade: Grade, lang: str = "en") -> str:
+    return render_junit_many([grade], lang)
+
+
+def render_junit_many(grades: list[Grade], lang: str = "en") -> str:
+    root = ET.Element("testsuites", {"name": "gpt-bughunt-grader"})
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    for g in grades:
+        s = suite(g, lang)
+        root.append(s)
+        for k in totals:
+            totals[k] += int(s.get(k))
+    for k, value in totals.items():
+        root.set(k, str(value))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

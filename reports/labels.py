@@ -1,0 +1,91 @@
+"""Names people read for the ids of the grade: rules, symptoms, error kinds, evidence keys.
+
+Each is an English msgid (marked with N_ for extraction) translated where it is shown.
+"""
+from __future__ import annotations
+
+from grader.locale import N_, translate
+
+RULES = {
+    "attention-scaling": N_("attention scaling"),
+    "causal-mask": N_("causal mask"),
+    "numerical-stability": N_("numerical stability"),
+    "head-split": N_("splitting heads"),
+    "pre-ln-residual": N_("Pre-LN residual"),
+    "normalization": N_("normalization"),
+    "positional-encoding": N_("positional encoding"),
+    "weight-tying": N_("weight tying"),
+    "parameter-count": N_("parameter count"),
+    "target-shift": N_("target shift"),
+    "data-windows": N_("data windows"),
+    "loss-flattening": N_("loss flattening"),
+    "api-contract": N_("API contract"),
+    "quiz": N_("quiz"),
+}
+
+SYMPTOMS = {
+    "nan-forward": N_("NaN on the first forward pass"),
+    "nan-training": N_("NaN during training"),
+    "loss-collapse": N_("the loss collapses"),
+    "first-loss-off": N_("the first loss is off"),
+    "future-leak": N_("future tokens leak"),
+    "fp16-overflow": N_("fp16 overflow"),
+    "softmax-overflow": N_("softmax overflow"),
+    "shape-mismatch": N_("shape mismatch"),
+    "value-mismatch": N_("value mismatch"),
+    "exception": N_("exception"),
+    "timeout": N_("timeout"),
+    "memory-limit": N_("memory limit"),
+}
+
+ERRORS = {
+    "timeout": N_("out of time"),
+    "memory": N_("out of memory"),
+    "crash": N_("the submission crashed"),
+    "sandbox": N_("stopped by the sandbox"),
+    "invalid-submission": N_("invalid submission"),
+}
+
+EVIDENCE = {
+    "scale": N_("scale"),
+    "row": N_("row"),
+    "head": N_("head"),
+    "step": N_("step"),
+    "max_error": N_("largest error"),
+    "tolerance": N_("tolerance"),
+    "first_loss": N_("first loss"),
+    "ln_v": N_("ln(V)"),
+    "min_loss": N_("final loss"),
+    "floor": N_("entropy floor"),
+    "got": N_("got"),
+    "expected": N_("expected"),
+    "index": N_("index"),
+    "position": N_("position"),
+    "missing": N_("missing"),
+    "extra": N_("unexpected"),
+    "entropy": N_("entropy"),
+    "chi2": N_("chi-square"),
+    "bound": N_("bound"),
+    "data": N_("data"),
+    "start": N_("start"),
+}
+
+# Evidence a report never shows: answer keys and hidden inputs, should a check ever attach them.
+HIDDEN_EVIDENCE = frozenset({"key", "answer", "answers", "expected_answer", "hidden_input",
+                             "inputs", "reference", "secret"})
+
+
+def rule_label(rule: str, lang: str) -> str:
+    return translate(RULES.get(rule, rule), lang)
+
+
+def symptom_label(symptom: str, lang: str) -> str:
+    return translate(SYMPTOMS.get(symptom, symptom), lang)
+
+
+def error_label(kind: str, lang: str) -> str:
+    return translate(ERRORS.get(kind, kind), lang)
+
+
+def evidence_label(key: str, lang: str) -> str:
+    return translate(EVIDENCE.get(key, key), lang)

@@ -1,0 +1,82 @@
+"""Grade -> Markdown (GitHub-flavoured): for a pull-request comment, an LMS or a README.
+
+Learner text is HTML-escaped (Markdown renderers pass raw HTML through) and its Markdown syntax
+characters are backslash-escaped, so it shows as the text it is: no links, no images, no HTML.
+"""
+from __future__ import annotations
+
+import html
+import re
+
+from grader.models import Grade
+from reports.terminal import clean, curve_facts, spark
+from reports.view import ReportView, build_view, fmt_points, labelled, listing, rule_day, t
+
+_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_LINE_START = re.compile(r"^(\s*)([#>+\-=])", re.MULTILINE)
+_NUMBERED = re.compile(r"^(\s*\d+)([.)])", re.MULTILINE)
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|www)([:.])")
+
+
+def md(text: str) -> str:
+    """Learner or grader text as inert Markdown text (line breaks kept): no markup, no links."""
+    text = html.escape(clean(text), quote=False)
+    text = _SPECIAL.sub(r"\\\1", text)
+    text = _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
+    text = _NUMBERED.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
+    text = _AUTOLINK.sub(lambda m: m.group(1) + "\\" + m.group(2), text)   # no autolinks
+    return text.replace("\n", "  \n")
+
+
+def fence(text: str) -> str:
+    """A fenced code block that no line of `text` can close."""
+    text = clean(text)
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}text\n{text}\n{ticks}"
+
+
+def render_view(v: ReportView) -> str:
+    lang = v.lang
+    status = "✅ " + t("PASSED", lang) if v.passed else "❌ " + t("NOT PASSED", lang)
+    out = [f"# {md(v.exercise_title)}", "",
+           f"`{v.exercise}`" + (f" · {t('learner', lang)} `{md(v.student)}`" if v.student else ""), "",
+           f"**{fmt_points(v.score)} / {fmt_points(v.max_score)}** · {status} · "
+           + t("{passed} of {total} checks passed", lang, passed=v.checks_passed, total=v.checks_total), ""]
+    if v.symptoms:
+        out += [md(labelled(t("symptoms", lang), listing([label for _, label in v.symptoms], lang), lang)), ""]
+    if v.error_kind:
+        out += [f"> **{md(labelled(t('The submission could not be graded normally', lang), v.error_label, lang))}**  ",
+                f"> {md(v.error_message or '')}", ""]
+    if v.diagnoses:
+        out += [f"## {t('Diagnosis', lang)}", ""]
+        for d in v.diagnoses:
+            named = f" `{d.mutant}`" if d.mutant else ""
+            out.append(f"- **{md(rule_day(d.rule_label, d.day, lang))}**{named}: {md(d.message)}")
+            if d.evidence:
+                out.append("  " + md(listing([f"{k} = {val}" for k, val in d.evidence], lang, "; ")))
+        out.append("")
+    for c in v.curves:
+        out += [f"## {t('Training probe', lang)}", "", f"{md(c.check_title)}: `{spark(c.curve.losses, 60)}`", ""]
+        out += [md(curve_facts(c, lang)), ""]
+    out += [f"## {t('Checks by rule and day', lang)}", ""]
+    for g in v.groups:
+        out += [f"### {md(g.rule_label)} · {md(t('day {day}', lang, day=g.day))} "
+                f"({fmt_points(g.points)} / {fmt_points(g.max_points)})", ""]
+        for c in g.checks:
+            mark = "✅" if c.passed else "❌"
+            out.append(f"- {mark} **{md(c.title)}** — {fmt_points(c.points)} / {fmt_points(c.max_points)}")
+            if c.message:
+                out.append(f"  {md(c.message)}".replace("\n", "\n  "))
+        out.append("")
+    if v.warnings:
+        out += [f"## {t('Warnings', lang)}", ""] + [f"- {md(w)}" for w in v.warnings] + [""]
+    if v.output:
+        out += [f"## {t('What your code printed', lang)}", "", fence(v.output), ""]
+    out.append(f"<sub>{md(t('grader {version}', lang, version=v.grader_version or '?'))} · "
+               f"{md(t('isolation: {isolation}', lang, isolation=v.isolation))}</sub>")
+    return "\n".join(out) + "\n"
+
+
+def render_markdown(grade: Grade, lang: str = "en") -> str:
+    return render_view(build_view(grade, lang))
