@@ -1,0 +1,506 @@
+"""Grade a whole class into the gradebook: `grader batch` and `grader regrade`.
+
+One process, this one, owns the gradebook: it reads SOURCE (grader/sources.py), records every
+learner and submission (source kept), works out what is new or changed (submission hash x
+exercise version), hands those out, and commits each grade the moment it comes back. The grading
+happens elsewhere: in a local pool of spawned worker processes (the default; pytest is not
+thread-safe, so never threads), or on an existing Dask distributed cluster (`--scheduler`). A
+worker receives plain data (the learner's files) and returns plain data (the Grade as a dict).
+
+Because each grade is committed as it arrives and (submission, exercise version) is graded at most
+once unless forced, a batch killed at any point (kill -9 included) is completed by running the same
+command again: nothing is lost and nothing is graded twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import socket
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+from grader import __version__
+from grader.exercises import exercise_dir, load_exercise
+from grader.models import Exercise, Grade, GradeError
+
+
+
+class BatchError(Exception):
+    """The batch cannot run (exit code 2): a bad SOURCE, gradebook or scheduler, or a refusing jail."""
+
+
+# -- exercise versions ------------------------------------------------------------------------
+
+VERSIONED = ("exercise.toml", "key.toml", "hidden", "solution")
+
+
+def exercise_version(exercise_id: str) -> str:
+    """A content hash of what decides a grade: exercise.toml (points, limits), the answer key,
+    the hidden tests and the solution. Any change there is a new version, and a regrade."""
+    root = exercise_dir(exercise_id)
+    h = hashlib.sha256()
+    for top in VERSIONED:
+        base = root / top
+        paths = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
+        for p in paths:
+            rel = p.relative_to(root).as_posix()
+            if "__pycache__" in p.parts or p.suffix in (".pyc", ".pyo"):
+                continue
+            h.update(rel.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+# -- the worker side: plain data in, plain data out ----------------------------------------------
+
+_grading = threading.Lock()        # a Dask worker may run tasks in threads; grading must not
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def failed(exercise: Exercise, kind: str, message: str, student: str | None) -> Grade:
+    return Grade(exercise=exercise.id, passed=False, score=0.0, max_score=float(exercise.points),
+                 error=GradeError(kind=kind, message=message), isolation="none",
+                 grader_version=__version__, student=student)
+
+
+def grade_task(task: dict) -> dict:
+    """Grade one submission (a worker process: local pool or Dask). Never raises for a learner's
+    sake: a malformed TOML file is `unreadable`; only the grader's own failures are `error`."""
+    with _grading:
+        started = _now()
+        exercise_id, learner = task["exercise"], task["learner"]
+        out = {"submission_id": task["submission_id"], "worker": f"{socket.gethostname()}:{os.getpid()}",
+               "started_at": started.isoformat()}
+        try:
+            from grader.doctor import JailUnsound
+            from grader.grading import grade
+            from grader.submission import UsageError
+            exercise = load_exercise(exercise_id)
+            here = exercise_version(exercise_id)
+            if here != task["version"]:
+                raise RuntimeError(f"this worker has exercise {exercise_id} version {here[:12]}, the batch "
+                                   f"grades version {task['version'][:12]}: install the same grader and "
+                                   "exercises on every worker")
+            with tempfile.TemporaryDirectory(prefix="grader-batch-") as tmp:
+                folder = Path(tmp) / "submission"
+                folder.mkdir()
+                for name, data in task["files"].items():
+                    if "/" in name or name.startswith(".") or name not in exercise.files:
+                        continue                       # only the exercise's own file names
+                    (folder / name).write_bytes(data)
+                try:
+                    result, status = grade(exercise, folder, student=learner), "graded"
+                except JailUnsound as exc:
+                    out.update(status="refused", message=str(exc))
+                    return out
+                except UsageError as exc:       # e.g. malformed TOML: the learner's, recorded
+                    result, status = failed(exercise, "invalid-submission", str(exc), learner), "unreadable"
+            out.update(status=status, grade=result.model_dump())
+        except Exception as exc:               # the grader's own failure: kept, retried next run
+            tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            out.update(status="error", message=f"internal grader error: {tb}")
+        out["finished_at"] = _now().isoformat()
+        return out
+
+
+def _init_local_worker(threads: int, warm: str = "full") -> None:
+    """A local pool worker: die with the batch (kill -9 included), start the jail's zygote early."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)    # PR_SET_PDEATHSIG
+        if os.getppid() == 1:
+            os._exit(1)
+    except Exception:
+        pass
+    try:
+        from grader.jail.launcher import prestart
+        prestart(warm=warm)             # the zygote imports torch while this process does
+    except Exception:
+        pass
+    try:
+        import torch
+        torch.set_num_threads(max(1, threads))
+    except Exception:
+        pass
+
+
+# -- executors ---------------------------------------------------------------------------------
+
+class LocalPool:
+    """Spawned worker processes on this machine (pytest is not thread-safe: never threads)."""
+
+    def __init__(self, workers: int):
+        self.workers = max(1, workers)
+        self.pool = None
+
+    def describe(self) -> str:
+        return f"local pool of {self.workers} worker process{'es' if self.workers > 1 else ''}"
+
+    def run(self, tasks: list[dict]) -> Iterator[tuple[dict, dict | BaseException]]:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from multiprocessing import get_context
+        n = min(self.workers, len(tasks))
+        threads = max(1, (os.cpu_count() or 1) // n)
+        # a zygote that serves many submissions is worth its fuller warm-up (see launcher.Zygote)
+        warm = "full" if len(tasks) >= 16 * n else "basic"
+        self.pool = ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"),
+                                        initializer=_init_local_worker, initargs=(threads, warm))
+        futures = {self.pool.submit(grade_task, t): t for t in tasks}
+        for fut in as_completed(futures):
+            try:
+                yield futures[fut], fut.result()
+            except BaseException as exc:        # BrokenProcessPool: a worker died
+                yield futures[fut], exc
+
+    def close(self, cancel: bool = False) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
+            self.pool = None
+
+
+class DaskCluster:
+    """An existing Dask distributed cluster; results flow back here, the only gradebook writer."""
+
+    def __init__(self, address: str, timeout: float = 30):
+        try:
+            from distributed import Client
+        except ImportError:
+            raise BatchError("--scheduler needs Dask distributed: pip install 'distributed'") from None
+        try:
+            self.client = Client(address, timeout=timeout, set_as_default=False)
+        except Exception as exc:
+            raise BatchError(f"--scheduler: cannot reach the Dask scheduler at {address}: {exc}") from None
+        self.address = address
+
+    def describe(self) -> str:
+        try:
+            workers = self.client.scheduler_info().get("workers", {})
+            threads = sum(w.get("nthreads", 1) for w in workers.values())
+            return f"Dask cluster at {self.address} ({len(workers)} workers, {threads} threads)"
+        except Exception:
+            return f"Dask cluster at {self.address}"
+
+    def run(self, tasks: list[dict]) -> Iterator[tuple[dict, dict | BaseException]]:
+        from distributed import as_completed
+        stamp = f"{os.getpid()}-{int(time.time() * 1000)}"
+        futures = {}
+        for t in tasks:
+            fut = self.client.submit(grade_task, t, pure=False, key=f"grade-{t['submission_id']}-{stamp}")
+            futures[fut] = t
+        self._futures = list(futures)
+        for fut in as_completed(list(futures), loop=self.client.loop):
+            try:
+                yield futures[fut], fut.result()
+            except BaseException as exc:        # KilledWorker, CancelledError, a lost connection
+                yield futures[fut], exc
+
+    def close(self, cancel: bool = False) -> None:
+        try:
+            if cancel and getattr(self, "_futures", None):
+                self.client.cancel(self._futures)
+            self.client.close()
+        except Exception:
+            pass
+
+
+# -- the one writer ------------------------------------------------------------------------------
+
+@dataclass
+class Tally:
+    learners: int = 0
+    submissions: int = 0
+    skipped: int = 0                # already graded for this exercise version
+    graded: int = 0                 # final grades recorded now
+    passed: int = 0
+    unreadable: int = 0
+    errors: int = 0                 # the grader failed: recorded as such, retried next run
+    duplicates: int = 0             # another writer recorded it first
+    score: float = 0.0
+    max_score: float = 0.0
+    seconds: float = 0.0            # from the first task handed out to the last grade recorded
+    first_s: float | None = None    # until the first grade came back (worker start-up included)
+    executor: str = ""
+    aborted: str | None = None
+    error_messages: list[str] = field(default_factory=list)
+
+    @property
+    def throughput(self) -> float:
+        return self.graded / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["throughput_per_s"] = round(self.throughput, 4)
+        return d
+
+
+def _outcome(exercise: Exercise, learner: str, result: dict | BaseException):
+    from grader.store import Outcome
+    if isinstance(result, BaseException):
+        message = f"internal grader error: the worker failed: {type(result).__name__}: {result}"
+        return Outcome(status="error", grade=failed(exercise, "crash", message, learner), worker="")
+    started = datetime.fromisoformat(result["started_at"]) if result.get("started_at") else None
+    finished = datetime.fromisoformat(result["finished_at"]) if result.get("finished_at") else None
+    if result["status"] in ("error", "refused"):
+        return Outcome(status=result["status"], grade=failed(exercise, "crash", result.get("message", ""), learner),
+                       worker=result.get("worker", ""), started_at=started, finished_at=finished)
+    grade = Grade.model_validate(result["grade"])
+    return Outcome(status=result["status"], grade=grade, worker=result.get("worker", ""),
+                   started_at=started, finished_at=finished)
+
+
+def grade_into(gradebook, exercise: Exercise, version: str, version_id: int, submissions, executor,
+               tally: Tally, *, batch_id: int, force: bool, progress: bool | None) -> None:
+    """Grade these stored submissions and record each grade as it arrives."""
+    from tqdm import tqdm
+    from grader.store import Outcome
+    todo = [s for s in submissions if s.problem is None]
+    bar = tqdm(total=len(submissions), unit="grade", desc=exercise.id, file=sys.stderr,
+               disable=(not sys.stderr.isatty()) if progress is None else not progress,
+               dynamic_ncols=True, smoothing=0.1)
+
+    def count(outcome: Outcome) -> None:
+        if outcome.status == "error":
+            tally.errors += 1
+            if len(tally.error_messages) < 5:
+                tally.error_messages.append(outcome.grade.error.message if outcome.grade.error else "")
+        else:
+            tally.graded += 1
+            tally.unreadable += outcome.status == "unreadable"
+            tally.passed += outcome.grade.passed
+            tally.score += outcome.grade.score
+            tally.max_score += outcome.grade.max_score
+        if tally.first_s is None and outcome.worker != "batch":
+            tally.first_s = time.monotonic() - started
+        bar.set_postfix(passed=tally.passed, failed=tally.graded - tally.passed, errors=tally.errors,
+                        refresh=False)
+        bar.update(1)
+
+    def record(submission_id: int, outcome: Outcome) -> None:
+        run = gradebook.record(submission_id, version_id, outcome, batch_id=batch_id, force=force)
+        if run is None and outcome.status != "error":
+            tally.duplicates += 1
+        count(outcome)
+
+    started = time.monotonic()
+    try:
+        for s in submissions:                  # unreadable as found: no worker needed
+            if s.problem is not None:
+                record(s.id, Outcome(status="graded", worker="batch",
+                                     grade=failed(exercise, "invalid-submission", s.problem, s.learner)))
+        if todo:
+            tasks = [{"submission_id": s.id, "exercise": exercise.id, "version": version,
+                      "learner": s.learner, "files": s.files} for s in todo]
+            by_id = {s.id: s for s in todo}
+            try:
+                for task, result in executor.run(tasks):
+                    sub = by_id[task["submission_id"]]
+                    outcome = _outcome(exercise, sub.learner, result)
+                    if outcome.status == "refused":
+                        tally.aborted = outcome.grade.error.message if outcome.grade.error else "jail refused"
+                        executor.close(cancel=True)
+                        break
+                    record(sub.id, outcome)
+            except KeyboardInterrupt:
+                tally.aborted = "interrupted"
+                executor.close(cancel=True)
+                raise
+    finally:
+        tally.seconds = time.monotonic() - started
+        bar.close()
+        executor.close()
+
+
+def _open(db: str):
+    from grader.store import Gradebook, StoreError
+    try:
+        return Gradebook(db)
+    except StoreError as exc:
+        raise BatchError(str(exc)) from None
+
+
+def _executor(workers: int, scheduler: str | None):
+    return DaskCluster(scheduler) if scheduler else LocalPool(workers)
+
+
+def run_batch(exercise_id: str, source: Path, db: str, *, workers: int = 2, scheduler: str | None = None,
+              out: Path | None = None, force: bool = False, lang: str = "en", progress: bool | None = None,
+              echo: Callable[[str], None] = print) -> Tally:
+    """`grader batch`: read SOURCE, record it, grade what is new or changed, write the outputs."""
+    from grader.sources import SourceError, read_source
+    from grader.store import redact
+    exercise = load_exercise(exercise_id)
+    version = exercise_version(exercise.id)
+    try:
+        found = read_source(source, exercise)
+    except SourceError as exc:
+        raise BatchError(str(exc)) from None
+    gradebook = _open(db)
+    tally = Tally(learners=len({i.learner for i in found.incoming}), submissions=len(found.incoming))
+    try:
+        version_id = gradebook.exercise_version(exercise.id, version, exercise.points, exercise.title.en)
+        ids = gradebook.add_submissions(exercise.id, found.incoming)
+        done = set() if force else gradebook.graded(version_id, ids)
+        pending = [i for i in dict.fromkeys(ids) if i not in done]
+        tally.skipped = len(set(ids)) - len(pending)
+        echo(f"{exercise.id} (version {version[:12]}): {len(found.incoming)} submissions in {source} "
+             f"({found.layout} layout); {len(pending)} to grade, {tally.skipped} unchanged since "
+             f"graded{' (--force: regrading all)' if force else ''}; gradebook {redact(gradebook.url)}")
+        for note in found.notes[:20]:
+            echo(f"  note: {note}")
+        if len(found.notes) > 20:
+            echo(f"  note: ... and {len(found.notes) - 20} more skipped entries")
+        executor = _executor(workers, scheduler) if pending else None
+        tally.executor = executor.describe() if executor else "none needed"
+        batch_id = gradebook.start_batch(version_id, kind="batch", source=str(source), executor=tally.executor,
+                                         forced=force, grader_version=__version__, submissions=len(ids))
+        status = "aborted"
+        try:
+            if pending:
+                grade_into(gradebook, exercise, version, version_id, gradebook.submissions(exercise.id, pending),
+                           executor, tally, batch_id=batch_id, force=force, progress=progress)
+            status = "aborted" if tally.aborted else "finished"
+        finally:
+            gradebook.finish_batch(batch_id, status=status, graded=tally.graded, skipped=tally.skipped,
+                                   errors=tally.errors)
+        echo(summary(exercise, tally))
+        if tally.aborted:
+            raise BatchError(f"the batch stopped: {tally.aborted}")
+        if out is not None:
+            for line in write_outputs(Path(out), gradebook, exercise, tally, lang):
+                echo(line)
+        return tally
+    finally:
+        gradebook.close()
+
+
+def summary(exercise: Exercise, tally: Tally) -> str:
+    failed_n = tally.graded - tally.passed
+    lines = [f"summary: {tally.graded} graded now ({tally.passed} passed, {failed_n} not passed"
+             f"{f', of which {tally.unreadable} unreadable' if tally.unreadable else ''}), "
+             f"{tally.skipped} unchanged, {tally.errors} grader errors"]
+    if tally.graded:
+        lines.append(f"  mean score of those graded now: {tally.score / tally.graded:.2f} / {exercise.points:g}")
+        lines.append(f"  throughput: {tally.graded} grades in {tally.seconds:.1f} s = {tally.throughput:.2f} "
+                     f"grades/s ({tally.seconds / tally.graded:.2f} s each) on {tally.executor}"
+                     + (f"; the first came back after {tally.first_s:.1f} s" if tally.first_s is not None else ""))
+    if tally.duplicates:
+        lines.append(f"  {tally.duplicates} were already recorded by another writer (kept once)")
+    if tally.errors:
+        lines.append(f"  {tally.errors} could not be graded because the grader failed; they are kept as "
+                     "errors and retried by the next run of this command:")
+        lines += [f"    {m[:300]}" for m in tally.error_messages]
+    return "\n".join(lines)
+
+
+# -- outputs under --out -----------------------------------------------------------------------
+
+def safe_name(key: str) -> str:
+    """A file name for a learner id that came from an LMS file name (never a path)."""
+    name = re.sub(r"[^A-Za-z0-9._@-]", "_", key)[:80].lstrip(".") or "learner"
+    if name != key:
+        name += "-" + hashlib.sha256(key.encode()).hexdigest()[:8]
+    return name
+
+
+def write_outputs(out: Path, gradebook, exercise: Exercise, tally: Tally | None, lang: str) -> list[str]:
+    """The class report and CSV (reports.class_report), one JSON grade per learner, a summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    current = gradebook.current_grades(exercise.id)
+    grades = [c.grade for c in current]
+    folder = out / "grades"
+    folder.mkdir(exist_ok=True)
+    for c in current:
+        (folder / f"{safe_name(c.learner)}.json").write_text(
+            json.dumps(c.grade.model_dump(mode="json"), ensure_ascii=False, indent=2), encoding="utf-8")
+    lines = [f"wrote {len(current)} learner grades to {folder}/"]
+    try:
+        from reports.class_report import render_class_csv, render_class_html
+    except ImportError as exc:
+        lines.append(f"WARNING: no class report or CSV written: reports.class_report is not available ({exc}); "
+                     "`grader gradebook export --format csv` exports the grades")
+    else:
+        (out / "class.html").write_text(render_class_html(grades, lang=lang), encoding="utf-8")
+        (out / "grades.csv").write_text(render_class_csv(grades), encoding="utf-8")
+        lines.append(f"wrote {out / 'class.html'} and {out / 'grades.csv'}")
+    if tally is not None:
+        (out / "batch.json").write_text(json.dumps({"exercise": exercise.id, **tally.as_dict()}, indent=2),
+                                        encoding="utf-8")
+    return lines
+
+
+# -- regrade -------------------------------------------------------------------------------------
+
+@dataclass
+class Change:
+    learner: str
+    name: str | None
+    submission_id: int
+    current: bool
+    old_score: float
+    new_score: float
+    old_passed: bool
+    new_passed: bool
+    max_score: float
+
+
+def regrade(exercise_id: str, db: str, *, workers: int = 2, scheduler: str | None = None, force: bool = False,
+            progress: bool | None = None, echo: Callable[[str], None] = print) -> tuple[Tally, list[Change]]:
+    """`grader regrade`: every stored submission against the current exercise version; what changed."""
+    exercise = load_exercise(exercise_id)
+    version = exercise_version(exercise.id)
+    gradebook = _open(db)
+    try:
+        version_id = gradebook.exercise_version(exercise.id, version, exercise.points, exercise.title.en)
+        stored = gradebook.submissions(exercise.id, with_files=False)
+        ids = [s.id for s in stored]
+        if not ids:
+            raise BatchError(f"the gradebook holds no submissions of {exercise.id}")
+        before = gradebook.latest_runs(ids)
+        done = set() if force else gradebook.graded(version_id, ids)
+        pending = [i for i in ids if i not in done]
+        tally = Tally(learners=len({s.learner for s in stored}), submissions=len(ids), skipped=len(ids) - len(pending))
+        old_versions = sorted({v for runs in before.values() for v, _ in runs} - {version})
+        echo(f"{exercise.id}: regrading {len(pending)} of {len(ids)} stored submissions against version "
+             f"{version[:12]}" + (f" (was {', '.join(v[:12] for v in old_versions)})" if old_versions else ""))
+        executor = _executor(workers, scheduler) if pending else None
+        tally.executor = executor.describe() if executor else "none needed"
+        batch_id = gradebook.start_batch(version_id, kind="regrade", executor=tally.executor, forced=force,
+                                         grader_version=__version__, submissions=len(ids))
+        status = "aborted"
+        try:
+            if pending:
+                grade_into(gradebook, exercise, version, version_id, gradebook.submissions(exercise.id, pending),
+                           executor, tally, batch_id=batch_id, force=force, progress=progress)
+            status = "aborted" if tally.aborted else "finished"
+        finally:
+            gradebook.finish_batch(batch_id, status=status, graded=tally.graded, skipped=tally.skipped,
+                                   errors=tally.errors)
+        if tally.aborted:
+            raise BatchError(f"the regrade stopped: {tally.aborted}")
+        after = gradebook.latest_runs(ids)
+        changes = []
+        for s in stored:
+            old = before[s.id][-1][1] if before[s.id] else None
+            new = after[s.id][-1][1] if after[s.id] else None
+            if old is None or new is None or new.id == old.id:
+                continue
+            if old.score != new.score or old.passed != new.passed:
+                changes.append(Change(learner=s.learner, name=s.name, submission_id=s.id, current=s.current,
+                                      old_score=old.score, new_score=new.score, old_passed=old.passed,
+                                      new_passed=new.passed, max_score=new.max_score))
+        echo(summary(exercise, tally))
+        return tally, changes
+    finally:
+        gradebook.close()

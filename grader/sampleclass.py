@@ -1,0 +1,110 @@
+"""A synthetic class of submissions whose verdicts we know, for batch tests and benchmarks.
+
+Learners s000, s001, ... each get a folder with the exercise's files: the reference solution or a
+correct alternative (mutants/alternatives/), one injected bug (mutants/, via apply_mutant), or a
+hostile submission (an endless loop at import, a syntax error, a malformed TOML file, a missing
+file). Every learner's files differ (a comment names the learner), so no two submissions share a
+hash, as in a real class.
+
+    python -m grader.sampleclass day49-data 200 /tmp/class --hostile import-loop,syntax-error
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+
+from grader.exercises import exercise_dir, load_exercise
+from grader.mutants import alternatives, apply_mutant, load_mutants
+
+HOSTILE = ("import-loop", "syntax-error", "malformed-toml", "missing-file")
+
+
+def templates(exercise_id: str) -> list[tuple[str, Path | None, object]]:
+    """(kind, folder, mutant): the correct and buggy submissions there are for this exercise."""
+    out: list[tuple[str, Path | None, object]] = [("solution", exercise_dir(exercise_id) / "solution", None)]
+    out += [(f"alternative:{name}", path, None) for ex, name, path in alternatives() if ex == exercise_id]
+    out += [(f"mutant:{m.id}", None, m) for m in load_mutants() if exercise_id in m.exercises]
+    return out
+
+
+def _tag(files: dict[str, bytes], learner: str) -> dict[str, bytes]:
+    """Make this learner's copy unique without changing what it does."""
+    return {name: data + (f"\n# {learner}\n".encode() if name.endswith((".py", ".toml")) else b"")
+            for name, data in files.items()}
+
+
+def _read(folder: Path, names: list[str]) -> dict[str, bytes]:
+    return {n: (folder / n).read_bytes() for n in names if (folder / n).is_file()}
+
+
+def hostile_files(kind: str, solution: dict[str, bytes], exercise) -> dict[str, bytes] | None:
+    files = dict(solution)
+    py = next((n for n in exercise.files if n.endswith(".py")), None)
+    toml = next((n for n in exercise.files if n.endswith(".toml")), None)
+    if kind == "import-loop" and py:
+        files[py] = b"while True:\n    pass\n" + files[py]
+    elif kind == "syntax-error" and py:
+        files[py] = files[py] + b"\ndef broken(:\n    return\n"
+    elif kind == "malformed-toml" and toml:
+        files[toml] = b"[answers\nnot = valid = toml\n" if toml == "answers.toml" else b"[bugs.A\nrule = \n"
+    elif kind == "missing-file":
+        files.pop(exercise.files[0], None)
+    else:
+        return None                         # this exercise has no such file: skip the kind
+    return files
+
+
+def make_class(exercise_id: str, dest: Path, n: int, *, hostile: tuple[str, ...] = (),
+               per_hostile: int = 1, only: tuple[str, ...] = ()) -> dict[str, str]:
+    """Write n learner folders under dest; returns learner -> kind ("solution", "mutant:post-ln",
+    "hostile:syntax-error", ...). Hostile ones come first, then the templates in turn (only the
+    kinds named in `only`, when given)."""
+    exercise = load_exercise(exercise_id)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    solution = _read(exercise_dir(exercise_id) / "solution", exercise.files)
+    plan: list[tuple[str, dict[str, bytes]]] = []
+    for kind in hostile:
+        files = hostile_files(kind, solution, exercise)
+        if files is not None:
+            plan += [(f"hostile:{kind}", files)] * per_hostile
+    built: list[tuple[str, dict[str, bytes]]] = []
+    with tempfile.TemporaryDirectory(prefix="grader-class-") as tmp:
+        for i, (kind, folder, mutant) in enumerate(templates(exercise_id)):
+            if only and kind not in only:
+                continue
+            if mutant is not None:
+                folder = apply_mutant(mutant, exercise_id, Path(tmp) / f"m{i}")
+            built.append((kind, _read(folder, exercise.files)))
+    for i in range(max(0, n - len(plan))):
+        plan.append(built[i % len(built)])
+    manifest = {}
+    for i, (kind, files) in enumerate(plan[:n]):
+        learner = f"s{i:03d}"
+        folder = dest / learner
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir()
+        for name, data in _tag(files, learner).items():
+            (folder / name).write_bytes(data)
+        manifest[learner] = kind
+    return manifest
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m grader.sampleclass", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("exercise")
+    parser.add_argument("n", type=int)
+    parser.add_argument("dest", type=Path)
+    parser.add_argument("--hostile", default="", help=f"comma-separated: {', '.join(HOSTILE)}")
+    args = parser.parse_args(argv)
+    kinds = tuple(k for k in args.hostile.split(",") if k)
+    for learner, kind in make_class(args.exercise, args.dest, args.n, hostile=kinds).items():
+        print(learner, kind)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,284 @@
+"""The gradebook's tables, as typed SQLAlchemy 2 ORM classes.
+
+learners ──< submissions ──< submission_files
+                  │
+                  └──< grade_runs >── exercises (one row per exercise *version*)
+                          │  ├──< check_results
+                          │  └──< diagnoses
+                          └── batches
+
+A grade run is one grading of one submission against one exercise version. Its `status` says
+whether it is final: `graded` (a Grade, passing or not, errors such as a timeout included) and
+`unreadable` (the submission could not be read, e.g. malformed TOML) are final and are never
+repeated unless forced; `error` (the grader itself failed: a worker died, the jail refused) is
+kept for the record and retried by the next batch. (submission, exercise version, attempt) is
+unique, so two writers can never both record attempt 1.
+
+The schema is owned by the Alembic migrations in migrations/versions: change a class here, then
+add a migration (tests/test_store.py fails while the two disagree).
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
+                        MetaData, String, Text, TypeDecorator, UniqueConstraint)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+FINAL_STATUSES = ("graded", "unreadable")
+STATUSES = (*FINAL_STATUSES, "error")
+
+
+def clean_text(value: str) -> str:
+    """Text PostgreSQL and SQLite both store unchanged: no NUL, no lone surrogates."""
+    if "\x00" in value:
+        value = value.replace("\x00", "\ufffd")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
+class CleanText(TypeDecorator):
+    """Text that learner output may have filled: stored the same way on every backend."""
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return None if value is None else clean_text(str(value))
+
+
+class CleanString(CleanText):
+    impl = String
+    cache_ok = True
+
+
+def _encode(value: Any) -> Any:
+    """JSON without NaN/inf (PostgreSQL refuses them): tagged, and restored on load."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"$float": repr(value)}
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(str(k)): _encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"$float"}:
+            return float(value["$float"])
+        return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+class SafeJSON(TypeDecorator):
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return None if value is None else _encode(value)
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else _decode(value)
+
+
+class UTCDateTime(TypeDecorator):
+    """Aware UTC datetimes in and out, whether or not the backend keeps the zone (SQLite does not)."""
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        value = value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+NAMING = {"ix": "ix_%(column_0_label)s", "uq": "uq_%(table_name)s_%(column_0_name)s",
+          "ck": "ck_%(table_name)s_%(constraint_name)s",
+          "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+          "pk": "pk_%(table_name)s"}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)    # the same constraint names on every backend
+
+
+class Learner(Base):
+    __tablename__ = "learners"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(CleanString(200), unique=True)   # the id the LMS gives them
+    name: Mapped[str | None] = mapped_column(CleanString(300))
+    email: Mapped[str | None] = mapped_column(CleanString(300))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    submissions: Mapped[list[Submission]] = relationship(back_populates="learner")
+
+
+class ExerciseVersion(Base):
+    """One version of an exercise: a content hash of its exercise.toml, hidden tests, key and solution."""
+    __tablename__ = "exercises"
+    __table_args__ = (UniqueConstraint("name", "version", name="uq_exercises_name_version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), index=True)
+    version: Mapped[str] = mapped_column(String(64))
+    title: Mapped[str] = mapped_column(CleanString(300), default="")
+    points: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Submission(Base):
+    """What one learner handed in for one exercise, identified by the hash of its learner files."""
+    __tablename__ = "submissions"
+    __table_args__ = (UniqueConstraint("learner_id", "exercise", "digest", name="uq_submissions_content"),
+                      Index("ix_submissions_exercise_learner", "exercise", "learner_id"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    learner_id: Mapped[int] = mapped_column(ForeignKey("learners.id", ondelete="CASCADE"))
+    exercise: Mapped[str] = mapped_column(String(100))
+    digest: Mapped[str] = mapped_column(String(64))
+    layout: Mapped[str] = mapped_column(String(20), default="folder")   # folder, canvas, moodle, gradescope
+    origin: Mapped[str] = mapped_column(CleanText, default="")          # where in SOURCE it was found
+    late: Mapped[bool] = mapped_column(Boolean, default=False)
+    problem: Mapped[str | None] = mapped_column(CleanText)              # why it cannot be graded as is
+    submitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # as the LMS says, where it does
+    first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    learner: Mapped[Learner] = relationship(back_populates="submissions")
+    files: Mapped[list[SubmissionFile]] = relationship(
+        back_populates="submission", cascade="all, delete-orphan", order_by="SubmissionFile.name")
+    runs: Mapped[list[GradeRun]] = relationship(back_populates="submission", order_by="GradeRun.id")
+
+
+class SubmissionFile(Base):
+    """The source is kept: a regrade needs nothing but the gradebook."""
+    __tablename__ = "submission_files"
+    __table_args__ = (UniqueConstraint("submission_id", "name", name="uq_submission_files_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(CleanString(255))
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column(Integer)
+
+    submission: Mapped[Submission] = relationship(back_populates="files")
+
+
+class Batch(Base):
+    """One `grader batch` or `grader regrade` run."""
+    __tablename__ = "batches"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20), default="batch")      # batch, regrade
+    exercise_id: Mapped[int] = mapped_column(ForeignKey("exercises.id"))
+    source: Mapped[str] = mapped_column(CleanText, default="")
+    executor: Mapped[str] = mapped_column(CleanString(300), default="")
+    forced: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(20), default="running")  # running, finished, aborted
+    grader_version: Mapped[str] = mapped_column(String(40), default="")
+    submissions: Mapped[int] = mapped_column(Integer, default=0)
+    graded: Mapped[int] = mapped_column(Integer, default=0)
+    skipped: Mapped[int] = mapped_column(Integer, default=0)
+    errors: Mapped[int] = mapped_column(Integer, default=0)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    exercise: Mapped[ExerciseVersion] = relationship()
+
+
+class GradeRun(Base):
+    __tablename__ = "grade_runs"
+    __table_args__ = (UniqueConstraint("submission_id", "exercise_id", "attempt", name="uq_grade_runs_attempt"),
+                      Index("ix_grade_runs_pair", "submission_id", "exercise_id"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    exercise_id: Mapped[int] = mapped_column(ForeignKey("exercises.id"))
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    batch_id: Mapped[int | None] = mapped_column(ForeignKey("batches.id", ondelete="SET NULL"), index=True)
+    status: Mapped[str] = mapped_column(String(20))                      # graded, unreadable, error
+    passed: Mapped[bool] = mapped_column(Boolean, default=False)
+    score: Mapped[float] = mapped_column(Float, default=0.0)
+    max_score: Mapped[float] = mapped_column(Float, default=0.0)
+    error_kind: Mapped[str | None] = mapped_column(String(40))
+    error_message: Mapped[str | None] = mapped_column(CleanText)
+    symptoms: Mapped[list] = mapped_column(SafeJSON, default=list)
+    warnings: Mapped[list] = mapped_column(SafeJSON, default=list)
+    output: Mapped[str] = mapped_column(CleanText, default="")
+    isolation: Mapped[str] = mapped_column(CleanString(100), default="")
+    grader_version: Mapped[str] = mapped_column(String(40), default="")
+    worker: Mapped[str] = mapped_column(CleanString(300), default="")   # host:pid that graded it
+    duration_s: Mapped[float] = mapped_column(Float, default=0.0)     # the grade itself
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    submission: Mapped[Submission] = relationship(back_populates="runs")
+    exercise: Mapped[ExerciseVersion] = relationship()
+    checks: Mapped[list[CheckRow]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="CheckRow.position")
+    diagnoses: Mapped[list[DiagnosisRow]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="DiagnosisRow.position")
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+class CheckRow(Base):
+    __tablename__ = "check_results"
+    __table_args__ = (UniqueConstraint("run_id", "position", name="uq_check_results_position"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("grade_runs.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    check_id: Mapped[str] = mapped_column(CleanString(200))
+    passed: Mapped[bool] = mapped_column(Boolean)
+    points: Mapped[float] = mapped_column(Float)
+    max_points: Mapped[float] = mapped_column(Float)
+    rule: Mapped[str] = mapped_column(String(40))
+    day: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(CleanText, default="")
+    message: Mapped[str] = mapped_column(CleanText, default="")
+    symptoms: Mapped[list] = mapped_column(SafeJSON, default=list)
+    evidence: Mapped[dict] = mapped_column(SafeJSON, default=dict)
+
+    run: Mapped[GradeRun] = relationship(back_populates="checks")
+
+
+class DiagnosisRow(Base):
+    __tablename__ = "diagnoses"
+    __table_args__ = (UniqueConstraint("run_id", "position", name="uq_diagnoses_position"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("grade_runs.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    rule: Mapped[str] = mapped_column(String(40))
+    day: Mapped[int] = mapped_column(Integer)
+    mutant: Mapped[str | None] = mapped_column(CleanString(100))
+    check_id: Mapped[str | None] = mapped_column(CleanString(200))
+    message: Mapped[str] = mapped_column(CleanText, default="")
+
+    run: Mapped[GradeRun] = relationship(back_populates="diagnoses")
