@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 from grader.exercises import UnknownExercise, all_exercises, exercise_dir, load_exercise
+from grader.locale import LANGS
 from grader.submission import UsageError
+from reports.render import FORMATS
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -65,26 +67,39 @@ def starter(exercise, directory: Path, student):
 @main.command()
 @click.argument("exercise")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text", show_default=True,
+              help="text (terminal), json, html, markdown, junit (XML), gradescope (results.json), csv.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the report here.")
-@click.option("--lang", type=click.Choice(["en", "zh-TW"]), default="en", show_default=True)
+@click.option("--lang", type=click.Choice(list(LANGS)), default=None,
+              help="Language of the report: en or zh-TW [default: from LANGUAGE/LC_ALL/LC_MESSAGES/LANG].")
+@click.option("--color/--no-color", default=None,
+              help="Colour the text report [default: only when writing to a terminal].")
 @click.option("--student", help="Learner id (recorded in the grade).")
-def grade(exercise, path: Path, fmt, out, lang, student):
+def grade(exercise, path: Path, fmt, out, lang, color, student):
     """Grade the submission at PATH (a folder of learner files, or one file) for EXERCISE."""
-    from grader.jail.launcher import prestart
-    prestart()          # the jail's zygote imports torch on one core while we do on the other
-    from grader.grading import grade as grade_submission
-    from reports import render
     ex = get_exercise(exercise)
+    if ex.kind == "code":       # a quiz is data: no jail to start
+        from grader.jail.launcher import prestart
+        prestart()          # the jail's zygote imports torch on one core while we do on the other
+    from grader.grading import grade as grade_submission
+    from grader.locale import lang_from_env
+    from reports import render
+    lang = lang or lang_from_env()
+    if color is None:
+        color = out is None and sys.stdout.isatty()
     try:
         result = grade_submission(ex, path, student=student)
     except UsageError as exc:
         usage_error(str(exc))
-    text = render(result, fmt, lang)
+    text = render(result, fmt, lang, color=color and fmt == "text")
     if out:
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            usage_error(f"--out: cannot write {out}: {exc.strerror or exc}")
+        click.echo(f"wrote {out}", err=True)
     else:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=bool(color))   # click strips colour off a tty unless told
     sys.exit(EXIT_PASS if result.passed else EXIT_FAIL)
 
 
@@ -138,3 +153,4 @@ def doctor(quick):
         sys.exit(EXIT_FAIL)
     click.echo(report.render(), nl=False)
     sys.exit(EXIT_PASS if report.ok else EXIT_FAIL)
+import grader.cli_batch  # noqa: E402,F401  (registers `batch`, `regrade` and `gradebook` on main)

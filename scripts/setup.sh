@@ -4,7 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(${GRADER_APT_PACKAGES:-bubblewrap})
+# bubblewrap: the jail; postgresql: the server binaries (initdb, pg_ctl) the gradebook tests start a
+# throwaway cluster with (tests/test_store.py); no service is enabled or started by this script
+# chromium and a CJK font: the report tests render the HTML reports (English and zh-TW) once in a
+# headless browser, as a person sees them
+APT_PACKAGES=(${GRADER_APT_PACKAGES:-bubblewrap postgresql chromium fonts-noto-cjk})
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
