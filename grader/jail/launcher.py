@@ -115,8 +115,11 @@ def bwrap_argv(bwrap: str, control_fd: int, warm: str = "full", tmp_mb: int = 25
             argv += ["--ro-bind", str(path), str(path)]
     for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"):
         argv += ["--ro-bind-try", etc, etc]
+    # /tmp first: the Python runtime may live under /tmp (a checkout there with its .venv), and
+    # its binds below must land inside this tmpfs, not be hidden by it
+    argv += ["--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
     roots = _python_roots()
-    made = set()
+    made = {Path("/tmp")}
     for dest in [*roots, Path(IN_JAIL)]:
         # folders bubblewrap creates on the way are 0700 (root's): a jail's uid must traverse them
         for parent in reversed([dest, *dest.parents] if dest == Path(IN_JAIL) else list(dest.parents)):
@@ -133,7 +136,6 @@ def bwrap_argv(bwrap: str, control_fd: int, warm: str = "full", tmp_mb: int = 25
     for name in JAIL_FILES:
         argv += ["--ro-bind", str(JAIL_DIR / name), f"{IN_JAIL}/{name}"]
     argv += ["--proc", "/proc", "--dev", "/dev",
-             "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
              "--perms", "0755", "--dir", "/submission", "--remount-ro", "/", "--chdir", "/"]
     argv += [sys.executable, "-I", "-B", "-u", f"{IN_JAIL}/zygote.py", "bubblewrap", str(control_fd),
              warm]

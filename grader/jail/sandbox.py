@@ -32,6 +32,7 @@ CLONE_NS_FLAGS = (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | 
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -106,14 +107,42 @@ def private_namespaces():
     sethostname("jail")
 
 
+def _mounts_below(folder: str) -> list[str]:
+    """The outermost mount points strictly inside `folder` (e.g. a venv that lives under /tmp)."""
+    inside = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4].replace("\\040", " ")
+            if point.startswith(folder.rstrip("/") + "/"):
+                inside.append(point)
+    return [p for p in inside if not any(p.startswith(q + "/") for q in inside if q != p)]
+
+
 def private_mounts(tmp_bytes: int):
-    """Fresh, size-bounded tmpfs for /tmp, /dev/shm and the submission's own folder."""
+    """Fresh, size-bounded tmpfs for /tmp, /dev/shm and the submission's own folder.
+
+    The Python runtime may itself live under /tmp (a checkout in /tmp with its .venv): its
+    read-only binds are parked in the fresh /dev/shm, the new /tmp goes on, and they come back."""
     kib = max(tmp_bytes // 1024, 64)
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-          f"size={kib}k,nr_inodes=4096,mode=1777")
-    if os.path.isdir("/dev/shm"):
+    has_shm = os.path.isdir("/dev/shm")
+    if has_shm:
         mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
               "size=16m,nr_inodes=256,mode=1777")
+    kept = _mounts_below("/tmp") if has_shm else []
+    parked = []
+    for i, point in enumerate(kept):
+        spot = f"/dev/shm/.runtime{i}"
+        os.mkdir(spot, 0o700)
+        mount(point, spot, None, MS_BIND | MS_REC)
+        parked.append(spot)
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+          f"size={kib}k,nr_inodes=4096,mode=1777")
+    for point, spot in zip(kept, parked):
+        os.makedirs(point, 0o755, exist_ok=True)
+        mount(spot, point, None, MS_BIND | MS_REC)
+        mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        _check(libc.umount2(spot.encode(), MNT_DETACH), f"umount {spot}")
+        os.rmdir(spot)
     mount("tmpfs", "/submission", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
           "size=16m,nr_inodes=256,mode=755")
 
