@@ -334,6 +334,25 @@ def _executor(workers: int, scheduler: str | None):
     return DaskCluster(scheduler) if scheduler else LocalPool(workers)
 
 
+def grade_recorded(gradebook, exercise: Exercise, version: str, version_id: int, ids: list, pending: list,
+                   tally: Tally, *, kind: str, workers: int, scheduler: str | None, force: bool,
+                   progress: bool | None, source: str = "") -> None:
+    """Grade `pending` as one recorded batch run: started, then finished or aborted, whatever happens."""
+    executor = _executor(workers, scheduler) if pending else None
+    tally.executor = executor.describe() if executor else "none needed"
+    batch_id = gradebook.start_batch(version_id, kind=kind, source=source, executor=tally.executor,
+                                     forced=force, grader_version=__version__, submissions=len(ids))
+    status = "aborted"
+    try:
+        if pending:
+            grade_into(gradebook, exercise, version, version_id, gradebook.submissions(exercise.id, pending),
+                       executor, tally, batch_id=batch_id, force=force, progress=progress)
+        status = "aborted" if tally.aborted else "finished"
+    finally:
+        gradebook.finish_batch(batch_id, status=status, graded=tally.graded, skipped=tally.skipped,
+                               errors=tally.errors)
+
+
 def run_batch(exercise_id: str, source: Path, db: str, *, workers: int = 2, scheduler: str | None = None,
               out: Path | None = None, force: bool = False, lang: str = "en", progress: bool | None = None,
               echo: Callable[[str], None] = print) -> Tally:
@@ -361,19 +380,9 @@ def run_batch(exercise_id: str, source: Path, db: str, *, workers: int = 2, sche
             echo(f"  note: {note}")
         if len(found.notes) > 20:
             echo(f"  note: ... and {len(found.notes) - 20} more skipped entries")
-        executor = _executor(workers, scheduler) if pending else None
-        tally.executor = executor.describe() if executor else "none needed"
-        batch_id = gradebook.start_batch(version_id, kind="batch", source=str(source), executor=tally.executor,
-                                         forced=force, grader_version=__version__, submissions=len(ids))
-        status = "aborted"
-        try:
-            if pending:
-                grade_into(gradebook, exercise, version, version_id, gradebook.submissions(exercise.id, pending),
-                           executor, tally, batch_id=batch_id, force=force, progress=progress)
-            status = "aborted" if tally.aborted else "finished"
-        finally:
-            gradebook.finish_batch(batch_id, status=status, graded=tally.graded, skipped=tally.skipped,
-                                   errors=tally.errors)
+        grade_recorded(gradebook, exercise, version, version_id, ids, pending, tally, kind="batch",
+                       source=str(source), workers=workers, scheduler=scheduler, force=force,
+                       progress=progress)
         echo(summary(exercise, tally))
         if tally.aborted:
             raise BatchError(f"the batch stopped: {tally.aborted}")
@@ -474,19 +483,8 @@ def regrade(exercise_id: str, db: str, *, workers: int = 2, scheduler: str | Non
         old_versions = sorted({v for runs in before.values() for v, _ in runs} - {version})
         echo(f"{exercise.id}: regrading {len(pending)} of {len(ids)} stored submissions against version "
              f"{version[:12]}" + (f" (was {', '.join(v[:12] for v in old_versions)})" if old_versions else ""))
-        executor = _executor(workers, scheduler) if pending else None
-        tally.executor = executor.describe() if executor else "none needed"
-        batch_id = gradebook.start_batch(version_id, kind="regrade", executor=tally.executor, forced=force,
-                                         grader_version=__version__, submissions=len(ids))
-        status = "aborted"
-        try:
-            if pending:
-                grade_into(gradebook, exercise, version, version_id, gradebook.submissions(exercise.id, pending),
-                           executor, tally, batch_id=batch_id, force=force, progress=progress)
-            status = "aborted" if tally.aborted else "finished"
-        finally:
-            gradebook.finish_batch(batch_id, status=status, graded=tally.graded, skipped=tally.skipped,
-                                   errors=tally.errors)
+        grade_recorded(gradebook, exercise, version, version_id, ids, pending, tally, kind="regrade",
+                       workers=workers, scheduler=scheduler, force=force, progress=progress)
         if tally.aborted:
             raise BatchError(f"the regrade stopped: {tally.aborted}")
         after = gradebook.latest_runs(ids)

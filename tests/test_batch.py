@@ -18,14 +18,12 @@ import sqlite3
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pytest
 
 from grader.sampleclass import make_class
 from grader.store import Gradebook
-from grader.store.pgtemp import PostgresUnavailable, TempPostgres
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISE = "day49-data"
@@ -62,20 +60,6 @@ def snapshot(db: str) -> dict[str, tuple]:
                             tuple((ch.id, ch.passed, ch.points) for ch in c.grade.checks),
                             tuple(sorted(d.mutant or d.rule for d in c.grade.diagnosis)), c.digest, c.version)
                 for c in gb.current_grades(EXERCISE)}
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    try:
-        pg = TempPostgres().start()
-    except PostgresUnavailable as exc:
-        message = f"POSTGRESQL NOT TESTED: {exc}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        warnings.warn(message)          # in the warnings summary of every run, not only with -rs
-        pytest.skip(message)
-    yield pg
-    pg.stop()
 
 
 @pytest.fixture(scope="module")

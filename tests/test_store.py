@@ -8,9 +8,7 @@ that is a failure.
 from __future__ import annotations
 
 import math
-import os
 import sqlite3
-import warnings
 from datetime import datetime, timezone
 
 import pytest
@@ -23,22 +21,7 @@ from grader.models import CheckResult, Diagnosis, Grade, GradeError
 from grader.store import Gradebook, Incoming, Outcome, StoreError
 from grader.store import migrate
 from grader.store.gradebook import make_engine, normalize_url
-from grader.store.pgtemp import PostgresUnavailable, TempPostgres
 from grader.store.schema import Base, GradeRun
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    try:
-        pg = TempPostgres().start()
-    except PostgresUnavailable as exc:
-        message = f"POSTGRESQL NOT TESTED: {exc}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        warnings.warn(message)          # in the warnings summary of every run, not only with -rs
-        pytest.skip(message)
-    yield pg
-    pg.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

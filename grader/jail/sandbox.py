@@ -318,3 +318,16 @@ def close_fds_except(keep):
             os.closerange(low, fd)
             low = fd + 1
     os.closerange(low, 1 << 16)
+
+
+def processes_of_uid(uid: int) -> list[int]:
+    """Every process this /proc shows running as `uid`: what a jail left behind, if anything."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    pids.append(int(name))
+            except OSError:
+                pass
+    return pids

@@ -238,7 +238,7 @@ class Zygote:
             except (ProcessLookupError, PermissionError):
                 pass
             uid = jail.get("uid")
-            left = processes_of_uid(uid) if self.is_root and uid not in (None, 0) else []
+            left = sandbox.processes_of_uid(uid) if self.is_root and uid not in (None, 0) else []
             for pid in left:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -297,19 +297,6 @@ class Zygote:
             if self.scratch:
                 import shutil
                 shutil.rmtree(self.scratch, ignore_errors=True)
-
-
-def processes_of_uid(uid: int) -> list[int]:
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid == uid:
-                pids.append(int(name))
-        except OSError:
-            pass
-    return pids
 
 
 # -- the jail's first process ---------------------------------------------------------------------------
