@@ -85,6 +85,9 @@ def grade_task(task: dict) -> dict:
         try:
             from grader.doctor import JailUnsound
             from grader.grading import grade
+            from grader.jail.client import CpuShare
+            if threading.current_thread() is not threading.main_thread():
+                CpuShare.enabled = False      # a Dask worker's thread: other workers share the CPUs
             from grader.submission import UsageError
             exercise = load_exercise(exercise_id)
             here = exercise_version(exercise_id)
@@ -114,8 +117,9 @@ def grade_task(task: dict) -> dict:
         return out
 
 
-def _init_local_worker(threads: int, warm: str = "full") -> None:
-    """A local pool worker: die with the batch (kill -9 included), start the jail's zygote early."""
+def _init_local_worker(threads: int, warm: str = "full", share_cpu: bool = False) -> None:
+    """A local pool worker: die with the batch (kill -9 included), start the jail's zygote early.
+    share_cpu: a lone worker runs each jail on its own CPU (CpuShare); several would stack up."""
     try:
         import ctypes
         import signal
@@ -125,7 +129,9 @@ def _init_local_worker(threads: int, warm: str = "full") -> None:
     except Exception:
         pass
     try:
+        from grader.jail.client import CpuShare
         from grader.jail.launcher import prestart
+        CpuShare.enabled = share_cpu
         prestart(warm=warm)             # the zygote imports torch while this process does
     except Exception:
         pass
@@ -156,7 +162,7 @@ class LocalPool:
         # a zygote that serves many submissions is worth its fuller warm-up (see launcher.Zygote)
         warm = "full" if len(tasks) >= 16 * n else "basic"
         self.pool = ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"),
-                                        initializer=_init_local_worker, initargs=(threads, warm))
+                                        initializer=_init_local_worker, initargs=(threads, warm, n == 1))
         futures = {self.pool.submit(grade_task, t): t for t in tasks}
         for fut in as_completed(futures):
             try:

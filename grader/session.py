@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from grader.jail.client import (Jail, JailCrash, JailError, JailTimeout, LearnerError, Limits,
-                                default_zygote, output_file, read_output, read_submission_files)
+from grader.jail.client import (CpuShare, Jail, JailCrash, JailError, JailTimeout, LearnerError,
+                                Limits, default_zygote, output_file, read_output, read_submission_files)
 from grader.jail.wire import Handle
 
 
@@ -71,6 +71,7 @@ class SubmissionSession:
         # one output file for every jail of this submission: what each printed is kept, capped
         self._output = output_file()
         self.isolation = zygote.isolation if zygote is not None else "none"
+        self._cpu = CpuShare()
 
     # -- jail lifecycle ---------------------------------------------------------------------------------
     def budget_left(self) -> float:
@@ -95,7 +96,8 @@ class SubmissionSession:
         self.isolation = zygote.isolation
         if self._files is None:
             self._files = read_submission_files(self.root)
-        self.jail = Jail(self.root, self.limits, output=self._output, zygote=zygote, files=self._files)
+        self.jail = Jail(self.root, self.limits, output=self._output, zygote=zygote, files=self._files,
+                         cpu=self._cpu.take())
         self.jails_started += 1
         self.import_errors = self.jail.request("import", timeout, modules=self.modules)
         if self.generation > 0:
@@ -114,6 +116,7 @@ class SubmissionSession:
         if self.jail is not None:
             self.jail.close()
             self.jail = None
+        self._cpu.release()
         if not self._output.closed:
             self._output.close()
 

@@ -173,3 +173,31 @@ def test_the_bubblewrap_command_hides_the_project(tmp_path):
     assert "--unshare-net" in argv and "--die-with-parent" in argv and "--clearenv" in argv
     assert "--unshare-pid" in argv and "--new-session" in argv
     assert {f"/jail/{n}" for n in launcher.JAIL_FILES} <= set(binds)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to share")
+def test_a_jail_shares_the_graders_cpu_only_while_it_lives(tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "m.py").write_text("import os\ndef cpus():\n    return sorted(os.sched_getaffinity(0))\n")
+    before = os.sched_getaffinity(0)
+    session = SubmissionSession(sub, ["m"], Limits())
+    try:
+        jail_cpus = session.m.cpus()
+        assert len(jail_cpus) == 1 and os.sched_getaffinity(0) == set(jail_cpus)
+    finally:
+        session.close()
+    assert os.sched_getaffinity(0) == before
+
+
+def test_sharing_the_cpu_can_be_turned_off(tmp_path, monkeypatch):
+    from grader.jail.client import CpuShare
+    monkeypatch.setattr(CpuShare, "enabled", False)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "m.py").write_text("import os\ndef cpus():\n    return len(os.sched_getaffinity(0))\n")
+    session = SubmissionSession(sub, ["m"], Limits())
+    try:
+        assert session.m.cpus() >= 1 and session._cpu.cpu is None
+    finally:
+        session.close()

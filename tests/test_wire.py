@@ -81,3 +81,18 @@ def test_deep_nesting_is_refused():
         value = [value]
     with pytest.raises(wire.WireError):
         wire.encode(value)
+
+
+def test_dicts_whose_keys_look_like_markers_cross_as_data():
+    value = {"$tensor": [0, 4], "dtype": "float32", "shape": [1], "plain": {"a": (1, 2)}}
+    assert roundtrip(value) == value
+    assert roundtrip({"$dict": 1}) == {"$dict": 1}
+
+
+def test_subclasses_of_plain_values_cross_as_plain_values():
+    class Sneaky(int):
+        def __eq__(self, other):
+            return True
+    back = roundtrip([Sneaky(3), 2**70, -2**70])
+    assert type(back[0]) is int and back[0] == 3 and back[0] != 4
+    assert back[1] == float(2**70) and back[2] == -float(2**70)

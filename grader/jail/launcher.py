@@ -257,9 +257,10 @@ class Zygote:
                 raise ZygoteError(f"the zygote stopped answering ({exc})") from None
             return self._recv(timeout) if reply else None
 
-    def spawn(self, jail_id: int, uid: int, gid: int, limits: dict, fds) -> int:
-        return self.call({"op": "spawn", "id": jail_id, "uid": uid, "gid": gid, "limits": limits},
-                         fds)["pid"]
+    def spawn(self, jail_id: int, uid: int, gid: int, limits: dict, fds, cpu: int | None = None) -> int:
+        """cpu: run the jail on this CPU only (the grader's own while it waits on the jail)."""
+        return self.call({"op": "spawn", "id": jail_id, "uid": uid, "gid": gid, "limits": limits,
+                          "cpu": cpu}, fds)["pid"]
 
     def kill(self, jail_id: int, wait: bool = True) -> dict | None:
         """SIGKILL a jail's PID 1. wait=False: the signal is sent by the zygote as it reads this

@@ -44,66 +44,84 @@ class Handle:
 
 
 def encode(value, to_handle=None) -> bytes:
-    """Encode a value tree. `to_handle(obj) -> Handle` stores what cannot cross (jail side only)."""
+    """Encode a value tree. `to_handle(obj) -> Handle` stores what cannot cross (jail side only).
+
+    A dict of str keys is a JSON object, unless a key starts with "$" (then {"$dict": pairs}), so
+    that every object with a "$" key is one of the markers below and nothing else."""
     blobs: list[bytes] = []
-    size = [0]
-    pos = [0]
+    pos = [0, 0]            # bytes in the blob so far, tensor bytes counted against the cap
 
     def enc(v, depth):
+        t = type(v)
+        if t is str:
+            return v if len(v) <= MAX_STRING else v[:MAX_STRING] + " [cut]"
+        if t is float:
+            return v if math.isfinite(v) else {"$float": repr(v)}
+        if t is int:
+            return v if -2**63 <= v < 2**63 else {"$float": _big_int(v)}
+        if v is None or t is bool:
+            return v
         if depth > MAX_DEPTH:
             raise WireError("value nested too deeply")
-        t = type(v)
-        if t is str and len(v) <= MAX_STRING or t is bool or v is None:     # the common cases first
-            return v
-        if t is int and -2**63 <= v < 2**63:
-            return v
-        if t is float and math.isfinite(v):
-            return v
         if t is list:
             return [enc(x, depth + 1) for x in v]
-        if v is None or isinstance(v, (bool, str)):
-            if isinstance(v, str) and len(v) > MAX_STRING:
-                v = v[:MAX_STRING] + " [cut]"
-            return v
-        if isinstance(v, int):
-            return v if -2**63 <= v < 2**63 else {"$float": float(v)}
-        if isinstance(v, float):
-            return v if math.isfinite(v) else {"$float": repr(v)}
-        if isinstance(v, Handle):
+        if t is dict and all(type(k) is str for k in v):
+            if any(k[:1] == "$" for k in v):
+                return {"$dict": [[k, enc(x, depth + 1)] for k, x in v.items()]}
+            return {k: enc(x, depth + 1) for k, x in v.items()}
+        if t is tuple:
+            return {"$tuple": [enc(x, depth + 1) for x in v]}
+        if t is Handle:
             return {"$handle": v.id, "type": v.type_name}
-        if type(v) in (list, tuple):
-            items = [enc(x, depth + 1) for x in v]
-            return items if type(v) is list else {"$tuple": items}
-        if type(v) is dict and all(type(k) is str for k in v):
-            return {"$dict": [[k, enc(x, depth + 1)] for k, x in v.items()]}
+        if isinstance(v, (bool, str, int, float)):      # a subclass crosses as its plain value
+            for base in (bool, str, int, float):
+                if isinstance(v, base):
+                    return enc(base(v), depth)
         tensor, is_numpy = _as_tensor(v)
         if tensor is not None:
-            if tensor.dtype not in DTYPE_NAMES:
-                raise WireError(f"dtype {tensor.dtype} cannot cross the jail boundary")
-            # the size is checked before the bytes exist: an expanded view of 1e9 elements is refused
-            # without ever being materialised
-            size[0] += tensor.numel() * tensor.element_size()
-            if size[0] > MAX_FRAME_BYTES:
-                raise WireError(f"a value of {size[0]:,} bytes is larger than the "
-                                f"{MAX_FRAME_BYTES:,} bytes one message may carry")
-            raw = _tensor_bytes(tensor)
-            if pos[0] % ALIGN:
-                pad = ALIGN - pos[0] % ALIGN
-                blobs.append(b"\0" * pad)
-                pos[0] += pad
-            offset = pos[0]
-            blobs.append(raw)
-            pos[0] += len(raw)
-            return {"$tensor": [offset, len(raw)], "dtype": DTYPE_NAMES[tensor.dtype],
-                    "shape": list(tensor.shape), "numpy": is_numpy}
+            return enc_tensor(tensor, is_numpy)
+        if isinstance(v, (list, tuple)):
+            return enc(list(v) if isinstance(v, list) else tuple(v), depth)
         if to_handle is not None:
             h = to_handle(v)
             return {"$handle": h.id, "type": h.type_name}
         raise WireError(f"cannot send a {type(v).__name__}")
 
-    header = json.dumps(enc(value, 0)).encode()
+    def enc_tensor(tensor, is_numpy):
+        if tensor.dtype not in DTYPE_NAMES:
+            raise WireError(f"dtype {tensor.dtype} cannot cross the jail boundary")
+        # the size is checked before the bytes exist: an expanded view of 1e9 elements is refused
+        # without ever being materialised
+        pos[1] += tensor.numel() * tensor.element_size()
+        if pos[1] > MAX_FRAME_BYTES:
+            raise WireError(f"a value of {pos[1]:,} bytes is larger than the "
+                            f"{MAX_FRAME_BYTES:,} bytes one message may carry")
+        raw = _tensor_bytes(tensor)
+        if pos[0] % ALIGN:
+            pad = ALIGN - pos[0] % ALIGN
+            blobs.append(b"\0" * pad)
+            pos[0] += pad
+        offset = pos[0]
+        blobs.append(raw)
+        pos[0] += len(raw)
+        return {"$tensor": [offset, len(raw)], "dtype": DTYPE_NAMES[tensor.dtype],
+                "shape": list(tensor.shape), "numpy": is_numpy}
+
+    header = _dumps(enc(value, 0)).encode()
     blob = b"".join(blobs)
-    return struct.pack(">QQ", len(header), len(blob)) + header + blob
+    return b"".join((struct.pack(">QQ", len(header), len(blob)), header, blob))
+
+
+_dumps = json.JSONEncoder(ensure_ascii=True, check_circular=False, allow_nan=False,
+                          separators=(",", ":")).encode
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _big_int(v: int) -> str:
+    try:
+        return repr(float(v))
+    except OverflowError:
+        return "inf" if v > 0 else "-inf"
 
 
 def decode_lengths(prefix: bytes) -> tuple[int, int]:
@@ -128,24 +146,32 @@ def decode(header: bytes, blob: bytes, from_handle=None):
     def dec(v, depth):
         if depth > MAX_DEPTH:
             raise WireError("value nested too deeply")
-        if isinstance(v, list):
-            return [dec(x, depth + 1) for x in v]
-        if not isinstance(v, dict):
+        if type(v) is list:
+            return [x if type(x) in _SCALARS else dec(x, depth + 1) for x in v]
+        if type(v) is not dict:
             return v
+        if not any(k[:1] == "$" for k in v):
+            return {k: x if type(x) in _SCALARS else dec(x, depth + 1) for k, x in v.items()}
+        if "$tensor" in v:
+            return _decode_tensor(v, own_blob())
         if "$tuple" in v:
-            return tuple(dec(x, depth + 1) for x in v["$tuple"])
+            return tuple(dec(x, depth + 1) for x in _list(v["$tuple"]))
         if "$dict" in v:
-            return {str(k): dec(x, depth + 1) for k, x in v["$dict"]}
+            return {str(k): dec(x, depth + 1) for k, x in _list(v["$dict"])}
         if "$float" in v:
             return float(v["$float"])
         if "$handle" in v:
             h = Handle(int(v["$handle"]), str(v.get("type", "")))
             return from_handle(h) if from_handle is not None else h
-        if "$tensor" in v:
-            return _decode_tensor(v, own_blob())
         raise WireError(f"unknown value {sorted(v)[:3]}")
 
     return dec(json.loads(header), 0)
+
+
+def _list(v):
+    if type(v) is not list:
+        raise WireError("a marker whose value is not a list")
+    return v
 
 
 def _as_tensor(v):
