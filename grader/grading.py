@@ -68,16 +68,23 @@ def jail_limits(exercise: Exercise) -> JailLimits:
 
 def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
     # the jail receives the files' bytes: the learner's folder is never written to, nor mounted
+    names = {file.removesuffix(".py"): list(n) for file, n in exercise.names.items()}
     session = SubmissionSession(None, exercise.modules, jail_limits(exercise),
-                                files=submitted.files)
+                                files=submitted.files, names=names)
     session.toml = submitted.toml
     try:
-        problem = start(session, exercise)
-        if problem is not None:
-            kind, message = problem
+        # the jail starts and imports the learner's modules while pytest collects the hidden
+        # tests; `loaded` waits for it before the first check
+        try:
+            session.start()
+        except JailError:
+            pass                                   # `loaded` reports it
+        collected = run_hidden_tests(exercise_dir(exercise.id) / "hidden", session,
+                                     before_checks=lambda: loaded(session, exercise))
+        if collected.problem is not None:
+            kind, message = collected.problem
             return assemble(exercise, [], [], GradeError(kind=kind, message=message),
                             session.isolation, session.output())
-        collected = run_hidden_tests(exercise_dir(exercise.id) / "hidden", session)
         error = None
         if session.budget_exhausted:     # the checks after that point could not run
             error = GradeError(kind="timeout", message=(
@@ -89,21 +96,21 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
         session.close()
 
 
-def start(session: SubmissionSession, exercise: Exercise) -> tuple[str, str] | None:
-    """Import the learner's modules in the jail; (error kind, message) if that fails."""
+def loaded(session: SubmissionSession, exercise: Exercise) -> tuple[str, str] | None:
+    """Wait for the learner's modules to be imported in the jail; (error kind, message) if that
+    failed or a module lacks a name SPEC asks for."""
     try:
         session.ensure_jail()
-        for module, error in session.import_errors.items():
-            if error is not None:
-                where = f" at {error['where']}" if error.get("where") else ""
-                return ("memory" if error.get("memory") else "crash"), (
-                    f"importing {module}.py raised {error['type']}{where}: {error['message']}")
-        for file, names in exercise.names.items():
-            module = file.removesuffix(".py")
-            missing = session.request("missing", module=module, names=names)
-            if missing:
-                return "invalid-submission", (f"{file} does not define {', '.join(missing)} "
-                                              f"(SPEC asks for {', '.join(names)})")
     except JailError as exc:
         return exc.kind, f"the submission could not be loaded: {exc}"
+    for module, error in session.import_errors.items():
+        if error is not None:
+            where = f" at {error['where']}" if error.get("where") else ""
+            return ("memory" if error.get("memory") else "crash"), (
+                f"importing {module}.py raised {error.get('type')}{where}: {error.get('message')}")
+    for file, names in exercise.names.items():
+        missing = session.missing.get(file.removesuffix(".py"), [])
+        if missing:
+            return "invalid-submission", (f"{file} does not define {', '.join(missing)} "
+                                          f"(SPEC asks for {', '.join(names)})")
     return None

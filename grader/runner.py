@@ -21,8 +21,10 @@ MAX_MESSAGE = 64 * 1024
 class _CheckCollector:
     """A pytest plugin: provides the `submission` fixture and turns reports into CheckResults."""
 
-    def __init__(self, submission):
+    def __init__(self, submission, before_checks=None):
         self._submission = submission
+        self._before_checks = before_checks
+        self.problem: tuple[str, str] | None = None
         self.results: list[CheckResult] = []
         self.diagnoses: list[Diagnosis] = []
         self.unmarked: list[str] = []
@@ -31,6 +33,14 @@ class _CheckCollector:
     @pytest.fixture
     def submission(self):
         return self._submission
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        """After collection, before the first check: a submission that cannot be loaded runs none."""
+        if self._before_checks is not None:
+            self.problem = self._before_checks()
+            if self.problem is not None:
+                return True            # ends the run loop: no check runs
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
@@ -100,8 +110,10 @@ def explain(exc: BaseException) -> tuple[str, list[str], dict]:
                 error=str(exc)), [], {})
 
 
-def run_hidden_tests(hidden_dir: Path, submission) -> _CheckCollector:
-    collector = _CheckCollector(submission)
+def run_hidden_tests(hidden_dir: Path, submission, before_checks=None) -> _CheckCollector:
+    """before_checks() -> (error kind, message) or None: called once tests are collected; when it
+    returns a problem no check runs and `collector.problem` holds it."""
+    collector = _CheckCollector(submission, before_checks)
     args = [str(hidden_dir), "-c", str(INI), "--rootdir", str(hidden_dir), "-s",
             "--assert=plain", "--import-mode=importlib", "-p", "no:cacheprovider",
             "--noconftest", "-p", "no:terminal", "-W", "ignore"]

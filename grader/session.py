@@ -54,8 +54,10 @@ def freeze_long_lived_objects() -> None:
 
 class SubmissionSession:
     def __init__(self, root: Path | None, modules: list[str], limits: Limits, generation: int = 0,
-                 zygote=None, files: dict[str, bytes] | None = None):
-        """root: a folder holding the learner's files; or None, with `files` (name -> bytes)."""
+                 zygote=None, files: dict[str, bytes] | None = None,
+                 names: dict[str, list[str]] | None = None):
+        """root: a folder holding the learner's files; or None, with `files` (name -> bytes).
+        names: {module: [name]} that SPEC asks each module to define; see `missing`."""
         freeze_long_lived_objects()
         self.root = Path(root) if root is not None else None
         self.modules = list(modules)
@@ -63,7 +65,9 @@ class SubmissionSession:
         self.started = time.monotonic()
         self.jail: Jail | None = None
         self.generation = generation      # bumps when a dead jail is replaced
+        self.names = dict(names or {})
         self.import_errors: dict[str, dict | None] = {}
+        self.missing: dict[str, list[str]] = {}    # of `names`, those a module does not define
         self.budget_exhausted = False
         self.jails_started = 0
         self._zygote = zygote
@@ -84,8 +88,18 @@ class SubmissionSession:
             raise JailTimeout(f"the submission used up its {self.limits.wall_seconds:.0f} s")
         return min(left, self.limits.call_seconds)
 
+    def start(self) -> None:
+        """Start the jail and let it import the learner's modules while the caller goes on."""
+        self._jail(wait=False)
+
     def ensure_jail(self) -> Jail:
+        """A live jail with the learner's modules imported (import_errors and missing set)."""
+        return self._jail(wait=True)
+
+    def _jail(self, wait: bool) -> Jail:
         if self.jail is not None and self.jail.alive:
+            if wait and self.jail.info is None:
+                self._ready(self.jail)
             return self.jail
         if self.jail is not None:
             self.jail.close()
@@ -97,16 +111,31 @@ class SubmissionSession:
         if self._files is None:
             self._files = read_submission_files(self.root)
         self.jail = Jail(self.root, self.limits, output=self._output, zygote=zygote, files=self._files,
-                         cpu=self._cpu.take())
+                         cpu=self._cpu.take(), modules=self.modules, names=self.names, wait=False,
+                         timeout=timeout)
         self.jails_started += 1
-        self.import_errors = self.jail.request("import", timeout, modules=self.modules)
+        if wait:
+            self._ready(self.jail)
+        return self.jail
+
+    def _ready(self, jail: Jail) -> None:
+        info = jail.wait_ready(self._timeout())
+        imports, missing = info.get("imports", {}), info.get("missing", {})
+        # the learner's code ran before this reply was sent: check its shape before using it
+        if not (isinstance(imports, dict) and isinstance(missing, dict)
+                and all(e is None or isinstance(e, dict) for e in imports.values())
+                and all(isinstance(n, list) and all(isinstance(x, str) for x in n)
+                        for n in missing.values())):
+            jail.kill()
+            raise JailCrash("the jail broke the protocol (a malformed ready reply)")
+        self.import_errors = dict(imports)
+        self.missing = {m: list(n) for m, n in missing.items()}
         if self.generation > 0:
             failed = {m: e for m, e in self.import_errors.items() if e is not None}
             if failed:
                 module, error = next(iter(failed.items()))
                 raise JailCrash(f"importing {module}.py again in a fresh jail raised "
                                 f"{error.get('type')}: {error.get('message', '')[:500]}")
-        return self.jail
 
     def request(self, op: str, **fields):
         jail = self.ensure_jail()

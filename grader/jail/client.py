@@ -100,14 +100,20 @@ class Jail:
     """One submission's jail: a process forked from the warm zygote, alone in its namespaces."""
 
     def __init__(self, root: Path | None, limits: Limits, output=None, zygote=None, files=None,
-                 cpu: int | None = None):
+                 cpu: int | None = None, modules=(), names: dict | None = None, wait: bool = True,
+                 timeout: float | None = None):
         """root: the folder holding the submission's files, or None with `files` given instead.
-        cpu: the one CPU the jail runs on (see CpuShare), or None for any."""
+        cpu: the one CPU the jail runs on once ready (see CpuShare), or None for any.
+        modules, names: import these learner modules as the jail starts, and list which of
+        `names` ({module: [name]}) each lacks; the results are in `info` once ready.
+        wait=False: return once the jail has its files; `wait_ready()` (or the first request)
+        waits for it, so the jail's start-up overlaps whatever the grader does meanwhile."""
         self.root = Path(root) if root is not None else None
         self.limits = limits
         self.zygote = zygote or default_zygote()
         self.isolation = self.zygote.isolation
         self.ended: dict | None = None           # how the jail ended, once it has
+        self.info: dict | None = None            # the ready reply
         self._own_output = output is None
         self.output_file = output if output is not None else output_file()
         files = read_submission_files(self.root) if files is None else files
@@ -132,17 +138,33 @@ class Jail:
         self._poll_in, self._poll_out = select.poll(), select.poll()
         self._poll_in.register(self._from_jail, select.POLLIN)
         self._poll_out.register(self._to_jail, select.POLLOUT)
+        self._ready_timeout = timeout if timeout is not None else min(limits.call_seconds, 30.0)
         try:
-            setup = {"files": {name: _bytes_tensor(data) for name, data in files.items()}}
-            timeout = min(limits.call_seconds, 30.0)
-            self._send(wire.encode(setup), timeout)
-            reply = self._receive(timeout)
-            if "error" in reply:
-                raise JailSandbox(f"the jail could not be set up: {reply['error'].get('message', '')}")
+            setup = {"files": {name: _bytes_tensor(data) for name, data in files.items()},
+                     "modules": list(modules), "names": dict(names or {})}
+            self._send(wire.encode(setup), self._ready_timeout)
         except BaseException:
             self.close()
             raise
-        self.info = reply["ok"]
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self, timeout: float | None = None) -> dict:
+        """The ready reply: the jail is closed around the learner's code, which has been imported."""
+        if self.info is None:
+            try:
+                if self.ended is not None:
+                    raise self._classify(self.ended)
+                reply = self._receive(timeout if timeout is not None else self._ready_timeout)
+                if "error" in reply:
+                    raise JailSandbox(f"the jail could not be set up: {reply['error'].get('message', '')}")
+                if not isinstance(reply["ok"], dict):
+                    raise JailCrash("the jail broke the protocol (a ready reply that is not a record)")
+            except BaseException:
+                self.close()
+                raise
+            self.info = reply["ok"]
+        return self.info
 
     @property
     def alive(self) -> bool:
@@ -152,6 +174,8 @@ class Jail:
     def request(self, op: str, timeout: float, **fields):
         if self.ended is not None:
             raise self._classify(self.ended)
+        if self.info is None:
+            self.wait_ready(timeout)
         self._send(wire.encode({"op": op, **fields}), timeout)
         reply = self._receive(timeout)
         if "error" in reply:

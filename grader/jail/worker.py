@@ -314,8 +314,23 @@ def rehearse():
 ROOT = ""     # the submission's folder in the jail; set by the zygote before serving
 
 
-def run(root, proto_in, proto_out):
-    """Serve the grader until it closes the protocol pipe (the zygote's jail child calls this)."""
+def run(root, proto_in, proto_out, ready: dict, modules=(), names=None, after_ready=None):
+    """Import the learner's modules, send the ready reply (with how each import went, and the
+    names each module lacks), then serve the grader until it closes the protocol pipe."""
     global ROOT
     ROOT = root
-    serve(proto_in, proto_out, Worker(root))
+    worker = Worker(root)
+    if modules:
+        imports = worker.op_import({"modules": list(modules)})
+        missing = {}
+        for module, wanted in (names or {}).items():
+            if module in imports and imports[module] is None:
+                try:
+                    missing[module] = worker.op_missing({"module": module, "names": wanted})
+                except BaseException as exc:  # noqa: BLE001 - a module __getattr__ may raise anything
+                    imports[module] = describe(exc)
+        ready = dict(ready, imports=imports, missing=missing)
+    write_all(proto_out, wire.encode({"ok": ready}))
+    if after_ready is not None:
+        after_ready()
+    serve(proto_in, proto_out, worker)
