@@ -45,6 +45,24 @@ class _CheckCollector:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
         take_attachments()                 # nothing carries over from the previous check
+        self._submission_call("discard_pending")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item):
+        """What the check left pending in the jail (weights to load) is sent before it ends, so
+        that a failure there fails this check and no other."""
+        try:
+            result = yield
+        except BaseException:
+            self._submission_call("discard_pending")
+            raise
+        self._submission_call("flush")
+        return result
+
+    def _submission_call(self, name: str) -> None:
+        method = getattr(self._submission, name, None)
+        if method is not None:
+            method()
 
     def pytest_collectreport(self, report):
         if report.failed:

@@ -76,6 +76,9 @@ class SubmissionSession:
         self._output = output_file()
         self.isolation = zygote.isolation if zygote is not None else "none"
         self._cpu = CpuShare()
+        # requests whose answer only says whether they worked (loading weights): sent together
+        # with the next request, or at the end of the check, to save a round trip each
+        self._pending: list[tuple[dict, str, int]] = []
 
     # -- jail lifecycle ---------------------------------------------------------------------------------
     def budget_left(self) -> float:
@@ -139,7 +142,36 @@ class SubmissionSession:
 
     def request(self, op: str, **fields):
         jail = self.ensure_jail()
-        return jail.request(op, self._timeout(), **fields)
+        if not self._pending:
+            return jail.request(op, self._timeout(), **fields)
+        return self._send_pending(jail, {"op": op, **fields})
+
+    def flush(self) -> None:
+        """Send what is pending (end of a check): a load that fails fails the check that asked."""
+        if self._pending:
+            self._send_pending(self.ensure_jail(), None)
+
+    def discard_pending(self) -> None:
+        self._pending.clear()
+
+    def _send_pending(self, jail: Jail, then: dict | None):
+        pending, self._pending = self._pending, []
+        if any(generation != self.generation for _, _, generation in pending):
+            raise JailError("this object lived in a jail that has since died")
+        requests = [r for r, _, _ in pending] + ([then] if then is not None else [])
+        result = jail.request("batch", self._timeout(), requests=requests)
+        done = result.get("done") if isinstance(result, dict) else None
+        if not isinstance(done, list) or not done or len(done) > len(requests):
+            jail.kill()
+            raise JailCrash("the jail broke the protocol (a malformed batch reply)")
+        for (request, label, _), answer in zip(pending, done):
+            _check_loaded(answer, label)
+        if then is None:
+            return None
+        if len(done) < len(requests):            # a load failed; _check_loaded has said so
+            jail.kill()
+            raise JailCrash("the jail broke the protocol (a batch that stopped without a reason)")
+        return done[-1]
 
     def close(self) -> None:
         if self.jail is not None:
@@ -164,17 +196,13 @@ class SubmissionSession:
         return Remote(self, {"module": name, "generation": self.generation}, name)
 
     def load(self, remote: Remote, state_dict: dict) -> None:
-        """Copy the grader's weights into a learner module, by SPEC's attribute names."""
+        """Copy the grader's weights into a learner module, by SPEC's attribute names.
+
+        Sent with the next request (or at the end of the check): if the learner's module lacks a
+        name or a shape differs, that request raises the AssertionError, within the same check."""
         state = {k: v.detach().clone() for k, v in state_dict.items()}
-        result = self.request("load", target=self._target(remote), state=state)
-        if "missing" in result:
-            raise AssertionError(
-                f"{remote._label} has no parameter named {', '.join(result['missing'][:5])}; "
-                "SPEC fixes these attribute names so the grader can load the same weights into "
-                "your module and the reference")
-        if "shape" in result:
-            name, theirs, ours = result["shape"]
-            raise AssertionError(f"{remote._label}.{name} has shape {theirs}; expected {ours}")
+        self._pending.append(({"op": "load", "target": self._target(remote), "state": state},
+                              remote._label, self.generation))
 
     def parameters(self, remote: Remote) -> list[dict]:
         """[{name, shape, dtype, object}] with `object` equal for entries that share a Parameter."""
@@ -204,6 +232,22 @@ class SubmissionSession:
         kwargs = {k: _unwrap(self, v) for k, v in kwargs.items()}
         result = self.request("call", target=self._target(remote), args=args, kwargs=kwargs)
         return _wrap(self, result, remote._label)
+
+
+def _check_loaded(answer, label: str) -> None:
+    if not isinstance(answer, dict):
+        raise JailCrash("the jail broke the protocol (a load answered with no record)")
+    if "missing" in answer:
+        missing = [str(n) for n in answer["missing"]][:5] if isinstance(answer["missing"], list) else []
+        raise AssertionError(
+            f"{label} has no parameter named {', '.join(missing)}; SPEC fixes these attribute names "
+            "so the grader can load the same weights into your module and the reference")
+    if "shape" in answer:
+        try:
+            name, theirs, ours = answer["shape"]
+        except (TypeError, ValueError):
+            raise JailCrash("the jail broke the protocol (a malformed load answer)") from None
+        raise AssertionError(f"{label}.{name} has shape {theirs}; expected {ours}")
 
 
 def _unwrap(session: SubmissionSession, value):

@@ -201,3 +201,67 @@ def test_sharing_the_cpu_can_be_turned_off(tmp_path, monkeypatch):
         assert session.m.cpus() >= 1 and session._cpu.cpu is None
     finally:
         session.close()
+
+
+def test_a_spawn_nobody_waited_for_still_reports_why_it_failed(zygote):
+    """Spawning does not wait for the zygote's answer; a failure shows when the grader asks."""
+    read, write = os.pipe()
+    try:
+        jail_id, uid, gid = launcher.next_identity()
+        zygote.spawn(jail_id, uid, gid, Limits().for_jail(), [read, write])     # one pipe short
+        ended = zygote.reap(jail_id)
+        assert "three file descriptors" in ended["error"]
+        assert zygote.reap(jail_id) is None                 # told once, then forgotten
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+LOADING_CHECKS = '''
+import torch
+from grader.testkit import check
+
+@check(points=1, rule="head-split", day=45)
+def test_load_then_call(submission):
+    m = submission.m.Net()
+    submission.load(m, {"w.weight": torch.ones(2, 2)})
+    assert submission.m.total(m) == 4.0            # loaded before the call ran
+
+@check(points=1, rule="head-split", day=45)
+def test_load_only(submission):
+    submission.load(submission.m.Net(), {"w.weight": torch.ones(3, 3)})
+
+@check(points=1, rule="head-split", day=45)
+def test_after(submission):
+    assert submission.m.touched() == 1
+'''
+
+
+def test_weights_load_with_the_next_request_and_fail_the_check_that_asked(tmp_path):
+    """A load travels with the next request, or at the end of its check: one round trip fewer,
+    and a load that does not fit still fails its own check, not a later one."""
+    from grader.runner import run_hidden_tests
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "test_loading.py").write_text(LOADING_CHECKS)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "m.py").write_text("import torch\nTOUCHED = 0\n"
+                              "class Net(torch.nn.Module):\n"
+                              "    def __init__(self):\n"
+                              "        super().__init__()\n"
+                              "        self.w = torch.nn.Linear(2, 2, bias=False)\n"
+                              "    def load_state_dict(self, *a, **k):\n"
+                              "        raise AssertionError('never called: the grader copies by name')\n"
+                              "def touched():\n"
+                              "    return TOUCHED + 1\n"
+                              "def total(net):\n"
+                              "    return float(net.w.weight.sum())\n")
+    session = SubmissionSession(sub, ["m"], Limits())
+    try:
+        results = {c.id: c for c in run_hidden_tests(hidden, session).results}
+    finally:
+        session.close()
+    assert results["load-then-call"].passed
+    assert not results["load-only"].passed and "has shape [2, 2]; expected [3, 3]" in results["load-only"].message
+    assert results["after"].passed

@@ -7,7 +7,6 @@ with its whole PID namespace, and the reason it ended becomes an error the grade
 """
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
@@ -122,8 +121,8 @@ class Jail:
         to_jail_r, self._to_jail = os.pipe()
         self._from_jail, from_jail_w = os.pipe()
         try:
-            self.pid = self.zygote.spawn(self.id, uid, gid, limits.for_jail(),
-                                         [to_jail_r, from_jail_w, self.output_file.fileno()], cpu)
+            self.zygote.spawn(self.id, uid, gid, limits.for_jail(),
+                              [to_jail_r, from_jail_w, self.output_file.fileno()], cpu)
         except launcher.ZygoteError as exc:
             for fd in (self._to_jail, self._from_jail):
                 os.close(fd)
@@ -140,7 +139,7 @@ class Jail:
         self._poll_out.register(self._to_jail, select.POLLOUT)
         self._ready_timeout = timeout if timeout is not None else min(limits.call_seconds, 30.0)
         try:
-            setup = {"files": {name: _bytes_tensor(data) for name, data in files.items()},
+            setup = {"files": {name: bytes(data) for name, data in files.items()},
                      "modules": list(modules), "names": dict(names or {})}
             self._send(wire.encode(setup), self._ready_timeout)
         except BaseException:
@@ -206,16 +205,15 @@ class Jail:
     def _receive(self, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
         try:
-            header_len, blob_len = wire.decode_lengths(self._read(16, deadline, timeout))
-            body = self._read(header_len + blob_len, deadline, timeout)
-            reply = wire.decode(body[:header_len], body[header_len:])
+            length = wire.frame_length(self._read(wire.PREFIX_BYTES, deadline, timeout))
+            reply = wire.decode(self._read(length, deadline, timeout))
             if not isinstance(reply, dict) or not ({"ok", "error"} & set(reply)):
                 raise wire.WireError("a reply that is neither ok nor error")
             if "error" in reply and not isinstance(reply["error"], dict):
                 raise wire.WireError("a malformed error")
             return reply
         except (wire.WireError, ValueError, KeyError, TypeError, RecursionError,
-                json.JSONDecodeError, UnicodeDecodeError) as exc:
+                UnicodeDecodeError) as exc:
             self.kill()
             raise JailCrash(f"the jail broke the protocol ({type(exc).__name__}: {str(exc)[:200]})") from None
 
@@ -374,10 +372,3 @@ def read_output(file, cap: int) -> str:
     except (OSError, ValueError):
         return ""
     return data.decode("utf-8", "replace")
-
-
-def _bytes_tensor(data: bytes):
-    import torch
-    if not data:
-        return torch.empty(0, dtype=torch.uint8)
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8)

@@ -257,10 +257,12 @@ class Zygote:
                 raise ZygoteError(f"the zygote stopped answering ({exc})") from None
             return self._recv(timeout) if reply else None
 
-    def spawn(self, jail_id: int, uid: int, gid: int, limits: dict, fds, cpu: int | None = None) -> int:
-        """cpu: run the jail on this CPU only (the grader's own while it waits on the jail)."""
-        return self.call({"op": "spawn", "id": jail_id, "uid": uid, "gid": gid, "limits": limits,
-                          "cpu": cpu}, fds)["pid"]
+    def spawn(self, jail_id: int, uid: int, gid: int, limits: dict, fds, cpu: int | None = None) -> None:
+        """Hand a spare jail its pipes; nobody waits for the answer. If the zygote cannot, it
+        closes them: the grader then sees the jail's end of the pipe close, and `reap` says why.
+        cpu: run the jail on this CPU only (the grader's own, while it waits on the jail)."""
+        self.call({"op": "spawn", "id": jail_id, "uid": uid, "gid": gid, "limits": limits, "cpu": cpu},
+                  fds, reply=False)
 
     def kill(self, jail_id: int, wait: bool = True) -> dict | None:
         """SIGKILL a jail's PID 1. wait=False: the signal is sent by the zygote as it reads this

@@ -1,23 +1,27 @@
-"""The jail's wire format: JSON headers plus raw tensor bytes, never pickle.
+"""The jail's wire format: MessagePack with tensors as raw bytes, never pickle.
 
 Both sides import this file: the trusted grader and the worker inside the jail. It depends on the
-standard library and torch only, so the jail can run it without the rest of the grader.
+standard library, msgpack and torch only, so the jail can run it without the rest of the grader.
 
-A frame is: 8-byte big-endian header length, 8-byte big-endian blob length, the JSON header, the
-blob. Values nest as JSON; a tensor is {"$tensor": [offset, nbytes], "dtype": ..., "shape": ...}
-pointing into the blob, with its dtype from an allow-list and a size checked against its shape.
+A frame is an 8-byte big-endian length and a MessagePack body. Plain values (None, bool, int,
+float, str, bytes, list, dict) are MessagePack's own; everything else is an extension type whose
+payload this file builds and checks:
+    TENSOR  dtype (from an allow-list), a NumPy flag, the shape, then the raw bytes, whose size
+            must equal the shape's; rebuilt by this side's own torch
+    TUPLE   a packed list
+    HANDLE  [id, type name] of an object that stays in the jail
+Decoding never creates any other kind of object: a MessagePack body cannot name a class.
 """
 import ctypes
-import json
 import math
 import struct
 
+import msgpack
 import torch
 
-MAX_FRAME_BYTES = 512 * 1024 * 1024   # the most one message may carry, header and tensors
-MAX_HEADER_BYTES = 16 * 1024 * 1024
-MAX_DEPTH = 32
-MAX_STRING = 64 * 1024
+MAX_FRAME_BYTES = 512 * 1024 * 1024   # the most one message may carry, tensors included
+MAX_DEPTH = 32                        # nesting of lists, tuples and dicts a decoded value may have
+MAX_STRING = 64 * 1024                # exception messages and the like are cut to this
 
 DTYPES = {
     "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
@@ -26,7 +30,13 @@ DTYPES = {
 }
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 ITEMSIZE = {k: torch.empty((), dtype=v).element_size() for k, v in DTYPES.items()}
-ALIGN = 8          # each tensor's bytes start at a multiple of 8 in the blob: decoded in place
+_CODES = list(DTYPES)                           # a dtype crosses as its index here
+_CODE_OF = {DTYPES[name]: i for i, name in enumerate(_CODES)}
+
+TENSOR, TUPLE, HANDLE = 1, 2, 3
+_TENSOR_HEAD = struct.Struct("<BBB")            # dtype code, is NumPy, number of dimensions
+_LENGTH = struct.Struct(">Q")
+PREFIX_BYTES = _LENGTH.size
 
 
 class WireError(Exception):
@@ -44,134 +54,110 @@ class Handle:
 
 
 def encode(value, to_handle=None) -> bytes:
-    """Encode a value tree. `to_handle(obj) -> Handle` stores what cannot cross (jail side only).
+    """Encode a value tree as one frame. `to_handle(obj) -> Handle` keeps what cannot cross
+    (jail side only); without it such a value is a WireError."""
+    budget = [MAX_FRAME_BYTES]
 
-    A dict of str keys is a JSON object, unless a key starts with "$" (then {"$dict": pairs}), so
-    that every object with a "$" key is one of the markers below and nothing else."""
-    blobs: list[bytes] = []
-    pos = [0, 0]            # bytes in the blob so far, tensor bytes counted against the cap
-
-    def enc(v, depth):
+    def default(v):
         t = type(v)
-        if t is str:
-            return v if len(v) <= MAX_STRING else v[:MAX_STRING] + " [cut]"
-        if t is float:
-            return v if math.isfinite(v) else {"$float": repr(v)}
-        if t is int:
-            return v if -2**63 <= v < 2**63 else {"$float": _big_int(v)}
-        if v is None or t is bool:
-            return v
-        if depth > MAX_DEPTH:
-            raise WireError("value nested too deeply")
-        if t is list:
-            return [enc(x, depth + 1) for x in v]
-        if t is dict and all(type(k) is str for k in v):
-            if any(k[:1] == "$" for k in v):
-                return {"$dict": [[k, enc(x, depth + 1)] for k, x in v.items()]}
-            return {k: enc(x, depth + 1) for k, x in v.items()}
         if t is tuple:
-            return {"$tuple": [enc(x, depth + 1) for x in v]}
+            return msgpack.ExtType(TUPLE, pack_nested(list(v)))
         if t is Handle:
-            return {"$handle": v.id, "type": v.type_name}
-        if isinstance(v, (bool, str, int, float)):      # a subclass crosses as its plain value
-            for base in (bool, str, int, float):
-                if isinstance(v, base):
-                    return enc(base(v), depth)
+            return msgpack.ExtType(HANDLE, pack_nested([v.id, v.type_name]))
+        if t is int:                                   # beyond 64 bits: crosses as a float
+            return _big_int(v)
+        for base in (bool, int, float, str, bytes):    # a subclass crosses as its plain value
+            if isinstance(v, base):
+                return base(v)
+        if isinstance(v, (list, tuple, dict)):
+            return dict(v) if isinstance(v, dict) else (list if isinstance(v, list) else tuple)(v)
         tensor, is_numpy = _as_tensor(v)
         if tensor is not None:
-            return enc_tensor(tensor, is_numpy)
-        if isinstance(v, (list, tuple)):
-            return enc(list(v) if isinstance(v, list) else tuple(v), depth)
+            return _tensor_ext(tensor, is_numpy, budget)
         if to_handle is not None:
             h = to_handle(v)
-            return {"$handle": h.id, "type": h.type_name}
+            return msgpack.ExtType(HANDLE, pack_nested([h.id, h.type_name]))
         raise WireError(f"cannot send a {type(v).__name__}")
 
-    def enc_tensor(tensor, is_numpy):
-        if tensor.dtype not in DTYPE_NAMES:
-            raise WireError(f"dtype {tensor.dtype} cannot cross the jail boundary")
-        # the size is checked before the bytes exist: an expanded view of 1e9 elements is refused
-        # without ever being materialised
-        pos[1] += tensor.numel() * tensor.element_size()
-        if pos[1] > MAX_FRAME_BYTES:
-            raise WireError(f"a value of {pos[1]:,} bytes is larger than the "
-                            f"{MAX_FRAME_BYTES:,} bytes one message may carry")
-        raw = _tensor_bytes(tensor)
-        if pos[0] % ALIGN:
-            pad = ALIGN - pos[0] % ALIGN
-            blobs.append(b"\0" * pad)
-            pos[0] += pad
-        offset = pos[0]
-        blobs.append(raw)
-        pos[0] += len(raw)
-        return {"$tensor": [offset, len(raw)], "dtype": DTYPE_NAMES[tensor.dtype],
-                "shape": list(tensor.shape), "numpy": is_numpy}
+    def pack_nested(v) -> bytes:      # a packer is not re-entrant: one of its own per extension
+        return msgpack.packb(v, **options)
 
-    header = _dumps(enc(value, 0)).encode()
-    blob = b"".join(blobs)
-    return b"".join((struct.pack(">QQ", len(header), len(blob)), header, blob))
-
-
-_dumps = json.JSONEncoder(ensure_ascii=True, check_circular=False, allow_nan=False,
-                          separators=(",", ":")).encode
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def _big_int(v: int) -> str:
+    options = dict(default=default, strict_types=True, use_bin_type=True,
+                   unicode_errors="surrogatepass")
     try:
-        return repr(float(v))
-    except OverflowError:
-        return "inf" if v > 0 else "-inf"
+        body = msgpack.packb(value, **options)
+    except WireError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:   # msgpack's refusals
+        raise WireError(f"cannot send this value: {exc}") from None
+    if len(body) > MAX_FRAME_BYTES:
+        raise WireError(f"a value of {len(body):,} bytes is larger than the "
+                        f"{MAX_FRAME_BYTES:,} bytes one message may carry")
+    return _LENGTH.pack(len(body)) + body
 
 
-def decode_lengths(prefix: bytes) -> tuple[int, int]:
-    header_len, blob_len = struct.unpack(">QQ", prefix)
-    if header_len > MAX_HEADER_BYTES or header_len + blob_len > MAX_FRAME_BYTES:
-        raise WireError(f"frame of {header_len + blob_len} bytes exceeds the cap")
-    return header_len, blob_len
+def frame_length(prefix: bytes) -> int:
+    """The body length a frame's prefix announces, refused before reading if over the cap."""
+    (length,) = _LENGTH.unpack(prefix)
+    if length > MAX_FRAME_BYTES:
+        raise WireError(f"frame of {length} bytes exceeds the cap")
+    return length
 
 
-def decode(header: bytes, blob: bytes, from_handle=None):
-    """Decode a value tree; tensors are rebuilt from raw bytes by this side's own torch.
+def decode(body: bytes, from_handle=None):
+    """Decode a frame's body; tensors are rebuilt from raw bytes by this side's own torch."""
 
-    The blob is copied once into a buffer of this side's own; each tensor is a typed view of its
-    bytes there (nothing in the frame is ever interpreted as code or as an object)."""
-    buffer = [None]
-
-    def own_blob():
-        if buffer[0] is None:
-            buffer[0] = blob if type(blob) is bytearray else bytearray(blob)
-        return buffer[0]
-
-    def dec(v, depth):
-        if depth > MAX_DEPTH:
-            raise WireError("value nested too deeply")
-        if type(v) is list:
-            return [x if type(x) in _SCALARS else dec(x, depth + 1) for x in v]
-        if type(v) is not dict:
-            return v
-        if not any(k[:1] == "$" for k in v):
-            return {k: x if type(x) in _SCALARS else dec(x, depth + 1) for k, x in v.items()}
-        if "$tensor" in v:
-            return _decode_tensor(v, own_blob())
-        if "$tuple" in v:
-            return tuple(dec(x, depth + 1) for x in _list(v["$tuple"]))
-        if "$dict" in v:
-            return {str(k): dec(x, depth + 1) for k, x in _list(v["$dict"])}
-        if "$float" in v:
-            return float(v["$float"])
-        if "$handle" in v:
-            h = Handle(int(v["$handle"]), str(v.get("type", "")))
+    def ext_hook(code, data):
+        if code == TENSOR:
+            return _decode_tensor(data)
+        if code == TUPLE:
+            return tuple(unpack(data))
+        if code == HANDLE:
+            items = unpack(data)
+            if not (type(items) is list and len(items) == 2 and type(items[0]) is int):
+                raise WireError("a malformed handle")
+            h = Handle(items[0], str(items[1]))
             return from_handle(h) if from_handle is not None else h
-        raise WireError(f"unknown value {sorted(v)[:3]}")
+        raise WireError(f"unknown extension type {code}")
 
-    return dec(json.loads(header), 0)
+    def unpack(data):
+        return msgpack.unpackb(data, ext_hook=ext_hook, strict_map_key=False, raw=False,
+                               unicode_errors="surrogatepass")
+
+    try:
+        value = unpack(body)
+    except WireError:
+        raise
+    except (ValueError, TypeError, RecursionError, msgpack.UnpackException) as exc:
+        raise WireError(f"a malformed frame ({type(exc).__name__}: {exc})") from None
+    _check_depth(value, 0)
+    return value
 
 
-def _list(v):
-    if type(v) is not list:
-        raise WireError("a marker whose value is not a list")
-    return v
+def _check_depth(v, depth):
+    t = type(v)
+    if t is list or t is tuple:
+        if depth >= MAX_DEPTH:
+            raise WireError("value nested too deeply")
+        for x in v:
+            if type(x) in _CONTAINERS:
+                _check_depth(x, depth + 1)
+    elif t is dict:
+        if depth >= MAX_DEPTH:
+            raise WireError("value nested too deeply")
+        for x in v.values():
+            if type(x) in _CONTAINERS:
+                _check_depth(x, depth + 1)
+
+
+_CONTAINERS = (list, tuple, dict)
+
+
+def _big_int(v: int) -> float:
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
 
 
 def _as_tensor(v):
@@ -189,36 +175,43 @@ def _as_tensor(v):
     return None, False
 
 
-def _tensor_bytes(t: torch.Tensor) -> bytes:
+def _tensor_ext(t: torch.Tensor, is_numpy: bool, budget: list) -> msgpack.ExtType:
+    code = _CODE_OF.get(t.dtype)
+    if code is None:
+        raise WireError(f"dtype {t.dtype} cannot cross the jail boundary")
+    if t.dim() > 16:
+        raise WireError(f"a tensor of {t.dim()} dimensions cannot cross the jail boundary")
+    # the size is checked before the bytes exist: an expanded view of 1e9 elements is refused
+    # without ever being materialised
+    n = t.numel() * t.element_size()
+    budget[0] -= n
+    if budget[0] < 0:
+        raise WireError(f"a value of more than {MAX_FRAME_BYTES:,} bytes is larger than one "
+                        "message may carry")
     if t.is_neg() or t.is_conj():
         t = t.resolve_neg().resolve_conj()
     t = t.contiguous()
-    n = t.numel() * t.element_size()
-    if n == 0:
-        return b""
-    return ctypes.string_at(t.data_ptr(), n)       # the n bytes of a contiguous CPU tensor
+    head = _TENSOR_HEAD.pack(code, is_numpy, t.dim()) + struct.pack(f"<{t.dim()}q", *t.shape)
+    raw = ctypes.string_at(t.data_ptr(), n) if n else b""      # the bytes of a contiguous CPU tensor
+    return msgpack.ExtType(TENSOR, head + raw)
 
 
-def _decode_tensor(v: dict, blob: bytes) -> torch.Tensor:
-    dtype_name = v.get("dtype")
-    if dtype_name not in DTYPES:
-        raise WireError(f"dtype {dtype_name!r} is not allowed")
-    dtype = DTYPES[dtype_name]
-    shape = [int(s) for s in v["shape"]]
-    if any(s < 0 for s in shape) or len(shape) > 16:
-        raise WireError(f"bad shape {shape}")
-    offset, nbytes = (int(x) for x in v["$tensor"])
-    itemsize = ITEMSIZE[dtype_name]
-    numel = math.prod(shape)
-    if nbytes != numel * itemsize or offset < 0 or offset + nbytes > len(blob):
-        raise WireError(f"tensor of shape {shape} and dtype {dtype_name} does not fit {nbytes} bytes")
+def _decode_tensor(data: bytes):
+    if len(data) < _TENSOR_HEAD.size:
+        raise WireError("a tensor without its header")
+    code, is_numpy, ndim = _TENSOR_HEAD.unpack_from(data)
+    if code >= len(_CODES) or ndim > 16:
+        raise WireError(f"a tensor of unknown dtype ({code}) or too many dimensions ({ndim})")
+    start = _TENSOR_HEAD.size + 8 * ndim
+    if len(data) < start:
+        raise WireError("a tensor whose shape is cut short")
+    shape = struct.unpack_from(f"<{ndim}q", data, _TENSOR_HEAD.size)
+    name = _CODES[code]
+    nbytes = len(data) - start
+    if any(s < 0 for s in shape) or nbytes != math.prod(shape) * ITEMSIZE[name]:
+        raise WireError(f"tensor of shape {list(shape)} and dtype {name} does not fit {nbytes} bytes")
     if nbytes == 0:
-        t = torch.empty(shape, dtype=dtype)
-    elif offset % ALIGN == 0:
-        t = torch.frombuffer(blob, dtype=dtype, count=numel, offset=offset).reshape(shape)
-    else:                                   # not from our encoder: copy rather than misalign
-        raw = bytearray(blob[offset:offset + nbytes])
-        t = torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
-    if v.get("numpy"):
-        return t.numpy()
-    return t
+        t = torch.empty(shape, dtype=DTYPES[name])
+    else:              # a buffer of this side's own: the tensor owns writable memory
+        t = torch.frombuffer(bytearray(memoryview(data)[start:]), dtype=DTYPES[name]).reshape(shape)
+    return t.numpy() if is_numpy else t

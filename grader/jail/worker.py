@@ -184,6 +184,17 @@ class Worker:
             opt.step()
         return losses
 
+    def op_batch(self, req):
+        """Several requests in one round trip (weights to load, then a call). A load that does
+        not fit stops the batch; an exception stops it too, and is the answer."""
+        done = []
+        for sub in req["requests"]:
+            result = getattr(self, "op_" + sub["op"])(sub)
+            done.append(result)
+            if sub["op"] == "load" and ("missing" in result or "shape" in result):
+                break
+        return {"done": done}
+
     def op_release(self, req):
         for hid in req["handles"]:
             self.objects.pop(int(hid), None)
@@ -250,10 +261,10 @@ class Reader:
         return data
 
 
-def answer(worker, header, blob) -> bytes:
+def answer(worker, body) -> bytes:
     """One request frame in, one reply frame out; a learner's exception becomes an error reply."""
     try:
-        req = wire.decode(header, blob, from_handle=worker.from_handle)
+        req = wire.decode(body, from_handle=worker.from_handle)
         result = getattr(worker, "op_" + req["op"])(req)
     except BaseException as exc:  # noqa: BLE001 - report, never die, on a learner's exception
         return wire.encode({"error": describe(exc)})
@@ -271,11 +282,10 @@ def serve(proto_in, proto_out, worker):
     reader = Reader(proto_in)
     while True:
         try:
-            header_len, blob_len = wire.decode_lengths(reader.take(16))
+            length = wire.frame_length(reader.take(wire.PREFIX_BYTES))
         except EOFError:
             return
-        body = reader.take(header_len + blob_len)
-        write_all(proto_out, answer(worker, body[:header_len], body[header_len:]))
+        write_all(proto_out, answer(worker, reader.take(length)))
 
 
 def rehearse():
@@ -304,11 +314,8 @@ def rehearse():
     ]
     for _ in range(2):
         for req in requests:
-            frame = wire.encode(req)
-            header_len, blob_len = wire.decode_lengths(frame[:16])
-            reply = answer(worker, frame[16:16 + header_len], frame[16 + header_len:])
-            header_len, blob_len = wire.decode_lengths(reply[:16])
-            wire.decode(reply[16:16 + header_len], reply[16 + header_len:])
+            reply = answer(worker, wire.encode(req)[wire.PREFIX_BYTES:])
+            wire.decode(reply[wire.PREFIX_BYTES:])
 
 
 ROOT = ""     # the submission's folder in the jail; set by the zygote before serving

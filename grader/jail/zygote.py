@@ -52,6 +52,7 @@ class Zygote:
         self.jails: dict[int, dict] = {}
         self.dying: dict[int, dict] = {}          # killed, not yet reaped: pid -> record
         self.spare: dict | None = None            # a jail forked ahead, waiting for its submission
+        self.failed: dict[int, str] = {}          # jail id -> why its spawn failed
         self.is_root = os.geteuid() == 0
         self.pidns = sandbox.PidNamespaces() if mode == "bubblewrap" else None
         self.scratch = None
@@ -79,6 +80,9 @@ class Zygote:
                 reply = {"ok": result}
             except Exception as exc:  # noqa: BLE001 - report, and keep serving the other jails
                 reply = {"error": f"{type(exc).__name__}: {exc}"}
+                if isinstance(msg, dict) and msg.get("op") == "spawn" and not msg.get("reply", True):
+                    # nobody waits for this answer: the grader sees its pipes close, and asks
+                    self.failed[int(msg.get("id", -1))] = reply["error"]
             finally:
                 for fd in fds:
                     try:
@@ -162,6 +166,7 @@ class Zygote:
     def op_kill(self, msg, fds):
         jail = self.jails.pop(int(msg["id"]), None)
         if jail is None:
+            self.failed.pop(int(msg["id"]), None)
             return None
         status = self._kill(jail, wait=bool(msg.get("wait", True)))
         if status is not None:
@@ -173,7 +178,7 @@ class Zygote:
         jail_id = int(msg["id"])
         jail = self.jails.get(jail_id)
         if jail is None:
-            return None
+            return {"error": self.failed.pop(jail_id)} if jail_id in self.failed else None
         deadline = time.monotonic() + float(msg.get("grace", 1.0))
         while True:
             status = self._wait(jail, block=False)
@@ -357,8 +362,9 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
     import worker
     proto_in, proto_out, output = fds
     limits = msg["limits"]
-    if msg.get("cpu") is not None:
-        share_cpu(int(msg["cpu"]))
+    cpu = msg.get("cpu")
+    if cpu is not None:        # set up beside the grader, which meanwhile collects its tests
+        share_cpu(*(zygote.cpus - {int(cpu)} or zygote.cpus))
     try:
         if problem is not None:
             raise problem
@@ -370,9 +376,9 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
             os.setsid()
             sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
             root, tmp = os.path.join(msg["dir"], "submission"), os.path.join(msg["dir"], "tmp")
-        header_len, blob_len = wire.decode_lengths(worker.read_exact(proto_in, 16))
-        setup = wire.decode(worker.read_exact(proto_in, header_len), worker.read_exact(proto_in, blob_len))
-        files = {name: bytes(t.numpy().tobytes()) for name, t in setup["files"].items()}
+        length = wire.frame_length(worker.read_exact(proto_in, wire.PREFIX_BYTES))
+        setup = wire.decode(worker.read_exact(proto_in, length))
+        files = {str(name): data for name, data in setup["files"].items() if type(data) is bytes}
         modules = [str(m) for m in setup.get("modules", [])]
         names = {str(m): [str(n) for n in ns] for m, ns in setup.get("names", {}).items()}
         sandbox.write_files(root, files)
@@ -411,18 +417,17 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
     # Only now, with the jail closed, does learner code run: the import, and the answers after.
     # Until the ready reply the jail works beside the grader (which starts its hidden tests
     # meanwhile); from then on they take turns, on one CPU.
-    cpu = msg.get("cpu")
     worker.run(root, proto_in, proto_out, ready, modules, names,
                after_ready=(lambda: share_cpu(int(cpu))) if cpu is not None else None)
     os._exit(0)
 
 
-def share_cpu(cpu: int) -> None:
+def share_cpu(*cpus: int) -> None:
     """Run on the grader's CPU. The grader and its jail take turns (one waits while the other
     works), so they lose no parallelism there, and each request then wakes a process on a busy
     CPU instead of an idle one: on a virtual machine that is ~0.1 ms per round trip saved."""
     try:
-        os.sched_setaffinity(0, {cpu})
+        os.sched_setaffinity(0, set(cpus))
     except (OSError, ValueError):
         pass
 
@@ -458,7 +463,7 @@ def warm_up(torch, full: bool):
         torch.softmax(scores.float(), dim=-1)
         y.transpose(1, 2).reshape(2, 5, 16).contiguous()
         torch.allclose(y.double(), y.double())
-        wire.decode(*_split(wire.encode({"y": y, "n": [1, 2.5, "s"]})))
+        wire.decode(wire.encode({"y": y, "n": [1, 2.5, "s"], "t": (y, None)})[wire.PREFIX_BYTES:])
     model = nn.Sequential(nn.Embedding(16, 8), nn.LayerNorm(8), nn.Linear(8, 32), nn.GELU(),
                           nn.Dropout(0.1), nn.Linear(32, 16))
     with torch.no_grad():
@@ -475,12 +480,6 @@ def warm_up(torch, full: bool):
         loss.backward()
         opt.step()
     torch.manual_seed(0)
-
-
-def _split(frame):
-    import wire
-    header_len, blob_len = wire.decode_lengths(frame[:16])
-    return frame[16:16 + header_len], frame[16 + header_len:16 + header_len + blob_len]
 
 
 def main():
