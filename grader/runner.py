@@ -134,7 +134,7 @@ def run_hidden_tests(hidden_dir: Path, submission, before_checks=None) -> _Check
     collector = _CheckCollector(submission, before_checks)
     args = [str(hidden_dir), "-c", str(INI), "--rootdir", str(hidden_dir), "-s",
             "--assert=plain", "--import-mode=importlib", "-p", "no:cacheprovider",
-            "--noconftest", "-p", "no:terminal", "-W", "ignore"]
+            "--noconftest", "-p", "no:terminal", "-p", "no:logging", "-W", "ignore"]
     code = pytest.main(args, plugins=[collector])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(f"hidden tests in {hidden_dir} could not run (pytest exit {code}): "

@@ -164,7 +164,7 @@ class SubmissionSession:
         if not isinstance(done, list) or not done or len(done) > len(requests):
             jail.kill()
             raise JailCrash("the jail broke the protocol (a malformed batch reply)")
-        for (request, label, _), answer in zip(pending, done):
+        for (_, label, _), answer in zip(pending, done):
             _check_loaded(answer, label)
         if then is None:
             return None
