@@ -180,14 +180,18 @@ def test_a_jail_shares_the_graders_cpu_only_while_it_lives(tmp_path):
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "m.py").write_text("import os\ndef cpus():\n    return sorted(os.sched_getaffinity(0))\n")
-    before = os.sched_getaffinity(0)
+    import torch
+    before, threads = os.sched_getaffinity(0), torch.get_num_threads()
+    torch.set_num_threads(2)
     session = SubmissionSession(sub, ["m"], Limits())
     try:
         jail_cpus = session.m.cpus()
         assert len(jail_cpus) == 1 and os.sched_getaffinity(0) == set(jail_cpus)
+        assert torch.get_num_threads() == 1         # no helper threads fighting for that CPU
     finally:
         session.close()
-    assert os.sched_getaffinity(0) == before
+        assert os.sched_getaffinity(0) == before and torch.get_num_threads() == 2
+        torch.set_num_threads(threads)
 
 
 def test_sharing_the_cpu_can_be_turned_off(tmp_path, monkeypatch):

@@ -314,6 +314,7 @@ class CpuShare:
     def __init__(self):
         self.cpu: int | None = None
         self._mask: set[int] | None = None
+        self._threads = 1
 
     def take(self) -> int | None:
         if not CpuShare.enabled or self.cpu is not None:
@@ -327,6 +328,12 @@ class CpuShare:
         except OSError:
             return None
         self.cpu, self._mask = cpu, mask
+        # torch's helper threads could only compete with this thread and the jail for that CPU
+        # (measured: day45 graded in 0.43 s with two threads, 0.15 s with one)
+        import torch
+        self._threads = torch.get_num_threads()
+        if self._threads > 1:
+            torch.set_num_threads(1)
         return cpu
 
     def release(self) -> None:
@@ -335,6 +342,9 @@ class CpuShare:
                 os.sched_setaffinity(0, self._mask)
             except OSError:
                 pass
+            if self._threads > 1:
+                import torch
+                torch.set_num_threads(self._threads)
         self.cpu = self._mask = None
 
 
