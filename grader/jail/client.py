@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader.jail import launcher, wire
+from grader.jail import launcher, sandbox, wire
 
 MAX_SUBMISSION_BYTES = 8 * 1024 * 1024
 
@@ -321,7 +321,7 @@ class CpuShare:
             return self.cpu
         try:
             mask = os.sched_getaffinity(0)
-            cpu = _libc_sched_getcpu()
+            cpu = sandbox.libc.sched_getcpu()         # -1 on failure: not in the mask
             if len(mask) < 2 or cpu not in mask:
                 return None
             os.sched_setaffinity(0, {cpu})          # 0: this thread only
@@ -346,20 +346,6 @@ class CpuShare:
                 import torch
                 torch.set_num_threads(self._threads)
         self.cpu = self._mask = None
-
-
-def _libc_sched_getcpu() -> int:
-    import ctypes
-    global _sched_getcpu
-    if _sched_getcpu is None:
-        _sched_getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
-    cpu = _sched_getcpu()
-    if cpu < 0:
-        raise OSError("sched_getcpu failed")
-    return cpu
-
-
-_sched_getcpu = None
 
 
 def output_file():

@@ -66,11 +66,9 @@ def encode(value, to_handle=None) -> bytes:
             return msgpack.ExtType(HANDLE, pack_nested([v.id, v.type_name]))
         if t is int:                                   # beyond 64 bits: crosses as a float
             return _big_int(v)
-        for base in (bool, int, float, str, bytes):    # a subclass crosses as its plain value
-            if isinstance(v, base):
+        for base in (int, float, str, bytes, list, tuple, dict):   # a subclass crosses as
+            if isinstance(v, base):                                # its plain value
                 return base(v)
-        if isinstance(v, (list, tuple, dict)):
-            return dict(v) if isinstance(v, dict) else (list if isinstance(v, list) else tuple)(v)
         tensor, is_numpy = _as_tensor(v)
         if tensor is not None:
             return _tensor_ext(tensor, is_numpy, budget)

@@ -57,6 +57,7 @@ class Zygote:
         self.pidns = sandbox.PidNamespaces() if mode == "bubblewrap" else None
         self.scratch = None
         self.cpus = os.sched_getaffinity(0)          # where the zygote may run, as started
+        self.off_grader = self.cpus                   # the same, less the CPU the grader shares
         if mode == "process":
             import tempfile
             self.scratch = tempfile.mkdtemp(prefix="grader-jails-")
@@ -132,7 +133,10 @@ class Zygote:
             raise ValueError("spawn needs three file descriptors")
         jail_id = int(msg["id"])
         record = {"uid": int(msg["uid"]), "gid": int(msg["gid"]), "killed": False}
-        self._keep_off(msg.get("cpu"))
+        # While a jail shares the grader's CPU, the zygote (and the spares and teardowns it
+        # starts) keeps to the other CPUs: their work is off the grader's path, not in its way.
+        self.off_grader = self.besides(msg.get("cpu"))
+        run_on(self.off_grader)
         if self.mode == "process":
             record["dir"] = self._process_dir(jail_id, record)
         assignment = json.dumps({**msg, "dir": record.get("dir")}).encode()
@@ -154,14 +158,9 @@ class Zygote:
         self.jails[jail_id] = record
         return {"pid": spare["pid"]}
 
-    def _keep_off(self, cpu):
-        """While a jail shares the grader's CPU, the zygote (and the spares and teardowns it
-        starts) keeps to the other CPUs: their work is off the grader's path, not in its way."""
-        others = self.cpus - {cpu} if cpu is not None else self.cpus
-        try:
-            os.sched_setaffinity(0, others or self.cpus)
-        except OSError:
-            pass
+    def besides(self, cpu) -> set:
+        """The zygote's CPUs less `cpu` (the grader's), unless that leaves none."""
+        return (self.cpus - {int(cpu)} or self.cpus) if cpu is not None else self.cpus
 
     def op_kill(self, msg, fds):
         jail = self.jails.pop(int(msg["id"]), None)
@@ -230,7 +229,7 @@ class Zygote:
             return status
         jail["killed"] = True
         if not wait:
-            release_cpu(jail["pid"])      # its exit runs wherever there is room, not beside the grader
+            run_on(self.off_grader, jail["pid"])    # its exit runs off the grader's CPU
         try:
             os.kill(jail["pid"], signal.SIGKILL)
         except ProcessLookupError:
@@ -363,8 +362,7 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
     proto_in, proto_out, output = fds
     limits = msg["limits"]
     cpu = msg.get("cpu")
-    if cpu is not None:        # set up beside the grader, which meanwhile collects its tests
-        share_cpu(*(zygote.cpus - {int(cpu)} or zygote.cpus))
+    run_on(zygote.besides(cpu))     # set up beside the grader, which meanwhile collects its tests
     try:
         if problem is not None:
             raise problem
@@ -418,24 +416,17 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
     # Until the ready reply the jail works beside the grader (which starts its hidden tests
     # meanwhile); from then on they take turns, on one CPU.
     worker.run(root, proto_in, proto_out, ready, modules, names,
-               after_ready=(lambda: share_cpu(int(cpu))) if cpu is not None else None)
+               after_ready=(lambda: run_on({int(cpu)})) if cpu is not None else None)
     os._exit(0)
 
 
-def share_cpu(*cpus: int) -> None:
-    """Run on the grader's CPU. The grader and its jail take turns (one waits while the other
-    works), so they lose no parallelism there, and each request then wakes a process on a busy
-    CPU instead of an idle one: on a virtual machine that is ~0.1 ms per round trip saved."""
+def run_on(cpus: set, pid: int = 0) -> None:
+    """Where a process (0: this one) may run. A jail runs on the grader's CPU once it serves, as
+    the two take turns (grader/jail/client.py, CpuShare); everything else keeps off it. Only a
+    matter of speed: a refusal is ignored."""
     try:
-        os.sched_setaffinity(0, set(cpus))
+        os.sched_setaffinity(pid, cpus)
     except (OSError, ValueError):
-        pass
-
-
-def release_cpu(pid: int) -> None:
-    try:
-        os.sched_setaffinity(pid, os.sched_getaffinity(0))
-    except OSError:
         pass
 
 
