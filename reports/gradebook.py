@@ -3,7 +3,9 @@
 Columns: student, exercise, score, max_score, percent, passed, error_kind, checks_passed,
 checks_total, one `score:<rule>` column per rule of SPEC (points earned on that rule's checks;
 empty when the exercise has none), then the diagnosed mutants and the symptoms (each `;`-joined).
-A cell that a spreadsheet would run as a formula (=, +, -, @ first) is prefixed with '.
+Text cells are shown as every report shows learner text (reports/view.py `shown`: control and
+invisible characters written out, 1 KiB at most), and a cell that a spreadsheet would run as a
+formula (=, +, -, @ or a tab first) is prefixed with '.
 """
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ import csv
 import io
 
 from grader.models import RULES, Grade
+from reports.view import shown
+
+MAX_CELL = 1024
 
 COLUMNS = (["student", "exercise", "score", "max_score", "percent", "passed", "error_kind",
             "checks_passed", "checks_total"] + [f"score:{rule}" for rule in RULES]
@@ -24,7 +29,7 @@ def _cell(value) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return f"{value:g}"
-    text = str(value)
+    text = shown(value, MAX_CELL)
     if text[:1] in ("=", "+", "-", "@", "\t", "\r"):
         text = "'" + text                     # not a formula in a spreadsheet
     return text

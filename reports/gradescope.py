@@ -17,15 +17,16 @@ import math
 from pathlib import Path
 
 from grader.models import Grade
-from reports.jsonfmt import strict
+from reports.jsonfmt import dumps, strict
+from reports.junit import printed_text
 from reports.terminal import curve_facts
-from reports.view import build_view, fmt_points, labelled, listing, rule_day, t
+from reports.view import Budget, build_view, fmt_points, labelled, listing, rule_day, t
 
 SCHEMA = Path(__file__).with_name("schemas") / "gradescope-results.schema.json"
 
 
-def results(grade: Grade, lang: str = "en") -> dict:
-    v = build_view(grade, lang)
+def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dict:
+    v = build_view(grade, lang, budget)
     by_id = {c.id: c for g in v.groups for c in g.checks}
     tests = []
     for number, c in enumerate(grade.checks, 1):
@@ -35,16 +36,16 @@ def results(grade: Grade, lang: str = "en") -> dict:
             lines.append(labelled(t("symptoms", lang), listing(cv.symptoms, lang), lang))
         lines += [labelled(k, val, lang) for k, val in cv.evidence]
         tests.append({
-            "name": f"{cv.title} ({c.id})",
+            "name": f"{cv.title} ({cv.id})",
             "number": str(number),
             "score": c.points,
             "max_score": c.max_points,
             "status": "passed" if c.passed else "failed",
             "output": "\n".join(lines),
             "output_format": "text",
-            "tags": [c.rule, f"day-{c.day}"],
+            "tags": [cv.rule, f"day-{c.day}"],
             "visibility": "visible",
-            "extra_data": {"id": c.id, "rule": c.rule, "day": c.day, "symptoms": list(c.symptoms)},
+            "extra_data": {"id": cv.id, "rule": cv.rule, "day": c.day, "symptoms": cv.symptom_ids},
         })
     summary = [labelled(v.exercise_title, f"{fmt_points(v.score)} / {fmt_points(v.max_score)} · "
                         + (t("PASSED", lang) if v.passed else t("NOT PASSED", lang)), lang)]
@@ -59,6 +60,8 @@ def results(grade: Grade, lang: str = "en") -> dict:
     for c in v.curves:
         summary.append(labelled(f"{t('Training probe', lang)} · {c.check_title}", curve_facts(c, lang), lang))
     summary += [labelled(t("warning", lang), w, lang) for w in v.warnings]
+    if v.output:
+        summary += ["", t("What your code printed", lang), printed_text(v.output, lang)]
     data = {
         "score": grade.score,
         "execution_time": max(0, math.ceil(grade.duration_s)),
@@ -69,20 +72,20 @@ def results(grade: Grade, lang: str = "en") -> dict:
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "extra_data": strict({
-            "exercise": grade.exercise, "student": grade.student, "passed": grade.passed,
-            "max_score": grade.max_score, "symptoms": list(grade.symptoms),
-            "diagnosis": [{"rule": d.rule, "day": d.day, "mutant": d.mutant, "check": d.check}
-                          for d in grade.diagnosis],
-            "error": grade.error.kind if grade.error else None,
-            "grader_version": grade.grader_version, "language": v.lang,
+            "exercise": v.exercise, "student": v.student, "passed": grade.passed,
+            "max_score": grade.max_score, "symptoms": [sid for sid, _ in v.symptoms],
+            "diagnosis": [{"rule": d.rule, "day": d.day, "mutant": d.mutant, "check": d.check_id}
+                          for d in v.diagnoses],
+            "error": v.error_kind,
+            "grader_version": v.grader_version, "language": v.lang,
         }),
         "tests": tests,
     }
     return data
 
 
-def render_gradescope(grade: Grade, lang: str = "en") -> str:
-    return json.dumps(results(grade, lang), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+def render_gradescope(grade: Grade, lang: str = "en", budget: Budget | None = None) -> str:
+    return dumps(results(grade, lang, budget))
 
 
 def schema() -> dict:

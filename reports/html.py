@@ -11,7 +11,7 @@ from grader.locale import normalize_lang, number
 from grader.models import Grade
 from reports import svg
 from reports.terminal import curve_facts
-from reports.view import ReportView, build_view, fmt_points, labelled, t
+from reports.view import Budget, ReportView, build_view, fmt_points, labelled, t
 
 TEMPLATES = Path(__file__).with_name("templates")
 HTML_LANG = {"en": "en", "zh-TW": "zh-Hant-TW"}
@@ -56,5 +56,5 @@ def render_view(view: ReportView) -> str:
                            num=lambda x: number(x, 4), html_lang=HTML_LANG[lang])
 
 
-def render_html(grade: Grade, lang: str = "en") -> str:
-    return render_view(build_view(grade, normalize_lang(lang)))
+def render_html(grade: Grade, lang: str = "en", budget: Budget | None = None) -> str:
+    return render_view(build_view(grade, normalize_lang(lang), budget))

@@ -1,7 +1,9 @@
 """Grade -> JSON: SPEC's fields (and the rest of the grade), strict JSON (no NaN/Infinity tokens).
 
-English text stays in `message`; `message_id`/`message_params` let another system render it in
-another language. A non-finite number (a NaN loss as evidence) becomes the string "NaN", "inf"
+Learner text is kept as the data it is (reports/view.py `grade_data`: capped, NUL and lone
+surrogates replaced); control and invisible characters are written as JSON escapes. English
+text stays in `message`; `message_id`/`message_params` let another system render it in another
+language. A non-finite number (a NaN loss as evidence) becomes the string "NaN", "inf"
 or "-inf", since JSON has no such numbers.
 """
 from __future__ import annotations
@@ -10,7 +12,7 @@ import json
 import math
 
 from grader.models import Grade
-from reports.view import MAX_MESSAGE, MAX_REPORT, cap_bytes
+from reports.view import ACTING_CHARS, Budget, grade_data
 
 
 def strict(value):
@@ -24,26 +26,16 @@ def strict(value):
     return value
 
 
-def cap_strings(value, limit: int):
-    """Every string in `value` cut to `limit` UTF-8 bytes."""
-    if isinstance(value, str):
-        return cap_bytes(value, limit)
-    if isinstance(value, dict):
-        return {k: cap_strings(v, limit) for k, v in value.items()}
-    if isinstance(value, list):
-        return [cap_strings(v, limit) for v in value]
-    return value
+def dumps(data) -> str:
+    """Strict JSON (no NaN tokens) in UTF-8 text, with every character `visible` would write out
+    written as a JSON escape (json escapes C0 itself; this adds DEL, C1 and the invisible
+    formatting characters), so the JSON shown in a terminal cannot drive it and reads back the
+    same. Those characters only ever stand inside strings, where an escape means the same."""
+    text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False, default=str)
+    return ACTING_CHARS.sub(lambda m: json.dumps(m.group())[1:-1], text) + "\n"
 
 
-def render_json(grade: Grade) -> str:
-    """The grade as JSON within SPEC's caps: 64 KiB a string, 1 MiB in all (longer text is cut,
-    learner output first, every string shorter after that)."""
-    data = cap_strings(strict(grade.model_dump(mode="python")), MAX_MESSAGE)
-    text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False, default=str) + "\n"
-    for limit in (16 * 1024, 4096, 1024, 256, 64):
-        if len(text.encode("utf-8")) <= MAX_REPORT:
-            break
-        data["output"] = cap_strings(data.get("output") or {}, limit)
-        data = cap_strings(data, limit * 4) if limit < 16 * 1024 else data
-        text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False, default=str) + "\n"
-    return text
+def render_json(grade: Grade, budget: Budget | None = None) -> str:
+    """The grade as JSON: every string as data (NUL and lone surrogates replaced), 64 KiB at
+    most, all within `budget`; printed output as its start, its end and the bytes cut between."""
+    return dumps(strict(grade_data(grade, budget)))

@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from grader.models import Grade
-from reports.view import build_view, fmt_points, labelled, listing, rule_day, t
+from reports.view import Budget, PrintedView, build_view, fmt_points, labelled, listing, rule_day, t
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -26,18 +26,24 @@ def first_line(text: str, limit: int = 240) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
-def suite(grade: Grade, lang: str = "en") -> ET.Element:
-    v = build_view(grade, lang)
+def printed_text(p: PrintedView, lang: str) -> str:
+    """What the code printed as one text: its start, a line counting the bytes cut, its end."""
+    cut = f"\n… {t('{bytes} bytes cut', lang, bytes=p.cut_bytes)} …\n" if p.cut_bytes else ""
+    return p.start + cut + p.end
+
+
+def suite(grade: Grade, lang: str = "en", budget: Budget | None = None) -> ET.Element:
+    v = build_view(grade, lang, budget)
     by_id = {c.id: c for g in v.groups for c in g.checks}
     failures = sum(not c.passed for c in grade.checks)
     errors = 1 if grade.error else 0
     el = ET.Element("testsuite", {
-        "name": grade.exercise, "tests": str(len(grade.checks) + errors), "failures": str(failures),
+        "name": v.exercise, "tests": str(len(grade.checks) + errors), "failures": str(failures),
         "errors": str(errors), "skipped": "0", "time": f"{grade.duration_s:.3f}"})
     props = ET.SubElement(el, "properties")
     for name, value in (("score", fmt_points(grade.score)), ("max_score", fmt_points(grade.max_score)),
-                        ("passed", str(grade.passed).lower()), ("student", grade.student or ""),
-                        ("grader_version", grade.grader_version), ("isolation", grade.isolation),
+                        ("passed", str(grade.passed).lower()), ("student", v.student or ""),
+                        ("grader_version", v.grader_version), ("isolation", v.isolation),
                         ("language", v.lang)):
         ET.SubElement(props, "property", {"name": name, "value": xml_text(value)})
     for d in v.diagnoses:
@@ -48,8 +54,8 @@ def suite(grade: Grade, lang: str = "en") -> ET.Element:
     for c in grade.checks:
         cv = by_id[c.id]
         case = ET.SubElement(el, "testcase", {
-            "classname": f"{grade.exercise}.{c.rule}", "name": xml_text(f"{c.id}: {cv.title}"),
-            "time": "0", "file": grade.exercise})
+            "classname": xml_text(f"{v.exercise}.{cv.rule}"), "name": xml_text(f"{cv.id}: {cv.title}"),
+            "time": "0", "file": xml_text(v.exercise)})
         if not c.passed:
             body = [cv.message]
             if cv.symptoms:
@@ -58,28 +64,28 @@ def suite(grade: Grade, lang: str = "en") -> ET.Element:
             body.append(labelled(t("points", lang), f"{fmt_points(c.points)} / {fmt_points(c.max_points)}", lang))
             failure = ET.SubElement(case, "failure", {
                 "message": xml_text(first_line(cv.message) or t("failed", lang)),
-                "type": c.symptoms[0] if c.symptoms else c.rule})
+                "type": xml_text(cv.symptom_ids[0] if cv.symptom_ids else cv.rule)})
             failure.text = xml_text("\n".join(b for b in body if b))
     if grade.error:
-        case = ET.SubElement(el, "testcase", {"classname": f"{grade.exercise}.grading",
+        case = ET.SubElement(el, "testcase", {"classname": xml_text(f"{v.exercise}.grading"),
                                               "name": "grading", "time": "0"})
         error = ET.SubElement(case, "error", {"message": xml_text(first_line(v.error_message or "")),
-                                              "type": grade.error.kind})
+                                              "type": xml_text(v.error_kind)})
         error.text = xml_text(labelled(v.error_label or "", v.error_message or "", lang))
     if v.output:
-        ET.SubElement(el, "system-out").text = xml_text(v.output)
+        ET.SubElement(el, "system-out").text = xml_text(printed_text(v.output, lang))
     return el
 
 
-def render_junit(grade: Grade, lang: str = "en") -> str:
-    return render_junit_many([grade], lang)
+def render_junit(grade: Grade, lang: str = "en", budget: Budget | None = None) -> str:
+    return render_junit_many([grade], lang, budget)
 
 
-def render_junit_many(grades: list[Grade], lang: str = "en") -> str:
+def render_junit_many(grades: list[Grade], lang: str = "en", budget: Budget | None = None) -> str:
     root = ET.Element("testsuites", {"name": "gpt-bughunt-grader"})
     totals = {"tests": 0, "failures": 0, "errors": 0}
     for g in grades:
-        s = suite(g, lang)
+        s = suite(g, lang, budget)
         root.append(s)
         for k in totals:
             totals[k] += int(s.get(k))

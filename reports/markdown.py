@@ -10,7 +10,7 @@ import re
 
 from grader.models import Grade
 from reports.terminal import clean, curve_facts, spark
-from reports.view import ReportView, build_view, fmt_points, labelled, listing, rule_day, t
+from reports.view import Budget, ReportView, build_view, fmt_points, labelled, listing, rule_day, t
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _LINE_START = re.compile(r"^(\s*)([#>+\-=])", re.MULTILINE)
@@ -72,11 +72,14 @@ def render_view(v: ReportView) -> str:
     if v.warnings:
         out += [f"## {t('Warnings', lang)}", ""] + [f"- {md(w)}" for w in v.warnings] + [""]
     if v.output:
-        out += [f"## {t('What your code printed', lang)}", "", fence(v.output), ""]
+        out += [f"## {t('What your code printed', lang)}", ""]
+        out += [fence(v.output.start), ""] if v.output.start else []
+        out += [f"_… {md(t('{bytes} bytes cut', lang, bytes=v.output.cut_bytes))} …_", ""] if v.output.cut_bytes else []
+        out += [fence(v.output.end), ""] if v.output.end else []
     out.append(f"<sub>{md(t('grader {version}', lang, version=v.grader_version or '?'))} · "
                f"{md(t('isolation: {isolation}', lang, isolation=v.isolation))}</sub>")
     return "\n".join(out) + "\n"
 
 
-def render_markdown(grade: Grade, lang: str = "en") -> str:
-    return render_view(build_view(grade, lang))
+def render_markdown(grade: Grade, lang: str = "en", budget: Budget | None = None) -> str:
+    return render_view(build_view(grade, lang, budget))

@@ -1,7 +1,9 @@
 """Grade -> a compact terminal report, 80 columns, coloured only when asked (a tty or --color).
 
-Learner text never reaches the terminal raw: control characters (escape sequences included)
-become "?", so a submission cannot recolour, move the cursor or retitle the terminal.
+Learner text never reaches the terminal raw: the view (reports/view.py, `visible`) has written
+every control character and escape sequence out (ESC as `\x1b`, a bidi override as `<U+202E>`),
+so a submission cannot recolour, move the cursor, retitle the terminal or reorder a line; what
+the grader itself colours (with --color) is its own chrome.
 """
 from __future__ import annotations
 
@@ -10,9 +12,11 @@ import unicodedata
 
 from grader.locale import number
 from grader.models import Grade
-from reports.view import ReportView, build_view, fmt_points, labelled, listing, rule_day, t
+from reports.view import (Budget, PrintedView, ReportView, build_view, fmt_points, labelled, listing,
+                          rule_day, t, utf8_len)
 
 WIDTH = 80
+PRINTED_HEAD, PRINTED_TAIL = 5, 15     # lines of printed output shown: the first and the last
 SPARKS = "▁▂▃▄▅▆▇█"
 NO_LINE_START = set("。，、；：？！）」』》〉.,;:?!)]}")   # never the first character of a line
 
@@ -33,7 +37,7 @@ class Style:
 
 
 def clean(text: str) -> str:
-    """No control characters (no escape sequences) from learner text; tabs become spaces."""
+    """Tabs become spaces; any control character left (the view has written them all out) "?"."""
     text = text.replace("\t", "    ")
     return "".join(ch if ch == "\n" or (ch.isprintable() and unicodedata.category(ch) != "Cf") else "?"
                    for ch in text)
@@ -165,9 +169,49 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
         lines += wrap(labelled(t("symptoms", lang), listing([label for _, label in v.symptoms], lang), lang), WIDTH)
     for w in v.warnings:
         lines += [s.warn(x) for x in wrap(labelled(t("warning", lang), w, lang), WIDTH)]
+    if v.output:
+        lines.append(s.dim("─" * WIDTH))
+        lines.append(s.bold(t("What your code printed", lang)))
+        lines += [s.dim(x) if x.startswith("  " + CUT_MARK) else x for x in printed_lines(v.output, lang)]
     lines.append(s.dim(t("isolation: {isolation}", lang, isolation=v.isolation)))
     return lines
 
 
-def render_text(grade: Grade, lang: str = "en", color: bool = False) -> str:
-    return "\n".join(render_lines(build_view(grade, lang), Style(color))) + "\n"
+CUT_MARK = "… "
+
+
+def clip(line: str, cols: int) -> str:
+    """One line within `cols` columns, "…" at its end when cut."""
+    line = clean(line)
+    if width(line) <= cols:
+        return line
+    while width(line) > cols - 1:
+        line = line[:max(len(line) - max((width(line) - cols) // 2, 1), 0)]
+    return line + "…"
+
+
+def printed_lines(p: PrintedView, lang: str) -> list[str]:
+    """The first PRINTED_HEAD and the last PRINTED_TAIL lines of what the code printed, each
+    clipped to the terminal's width, and between them one line saying how many bytes are not
+    shown (cut by the jail, the view or here)."""
+    def split(text: str) -> list[str]:
+        return text.removesuffix("\n").split("\n") if text else []
+
+    if p.cut_bytes:
+        head, tail, cut = split(p.start), split(p.end), p.cut_bytes
+    else:                                   # the start and the end join: one text
+        head, tail, cut = split(p.start + p.end), [], 0
+        if len(head) > PRINTED_HEAD + PRINTED_TAIL:
+            head, tail = head[:PRINTED_HEAD], head[PRINTED_HEAD:]
+    if cut or tail:
+        dropped = head[PRINTED_HEAD:] + tail[:-PRINTED_TAIL]
+        head, tail = head[:PRINTED_HEAD], tail[-PRINTED_TAIL:]
+        cut += sum(utf8_len(x) + 1 for x in dropped)
+    out = ["  " + clip(x, WIDTH - 2) for x in head]
+    if cut:
+        out.append("  " + CUT_MARK + t("{bytes} bytes cut", lang, bytes=cut) + " …")
+    return out + ["  " + clip(x, WIDTH - 2) for x in tail]
+
+
+def render_text(grade: Grade, lang: str = "en", color: bool = False, budget: Budget | None = None) -> str:
+    return "\n".join(render_lines(build_view(grade, lang, budget), Style(color))) + "\n"

@@ -13,29 +13,91 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from grader.locale import DEFAULT_LANG, join, normalize_lang, number, render, translate
-from grader.models import CheckResult, Grade, TrainingCurve
+from grader.models import CheckResult, Grade, TrainingCurve, clean_text
 from reports.labels import HIDDEN_EVIDENCE, error_label, evidence_label, rule_label, symptom_label
 
 MAX_MESSAGE = 64 * 1024          # bytes of one message (UTF-8)
 MAX_REPORT = 1 << 20             # bytes of one whole report
 LEARNER_BUDGET = MAX_REPORT - 160 * 1024   # what learner-influenced text may use; the rest is chrome
+MAX_PRINTED = 64 * 1024          # bytes of printed output a report shows (start and end together)
+MAX_SHORT = 300                  # bytes of an evidence value, a title, a name
 CUT = "…"
 
+# -- how learner text is shown: the one convention of every human-facing format ---------------
+#
+# Text a learner controls (messages with their quoted exception text and type names, evidence,
+# warnings, printed output, and any name a hand-made grade may carry) is shown as the characters
+# it is, except those that would act instead of show:
+#   - newline and tab stay (each format lays them out); CR LF becomes a newline;
+#   - every other control character, C0, DEL and C1, is written as Python writes it in a repr:
+#     ESC as `\x1b`, BEL as `\x07`, a bare CR as `\r`, NUL as `\x00`, CSI (U+009B) as `\x9b`;
+#   - invisible formatting characters (bidi embeddings, overrides, isolates and marks, zero-width
+#     characters, the BOM, soft hyphen, line and paragraph separators, tag characters), lone
+#     surrogates and noncharacters are written as `<U+202E>`.
+# A backslash the learner wrote stays a backslash. `visible` applies it; escaping for HTML,
+# Markdown or XML comes after, in each renderer.
 
-def cap_bytes(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` UTF-8 bytes (never inside a character), marked when cut."""
-    data = text.encode("utf-8")
-    if len(data) <= limit:
+_C0_C1 = "\x00-\x08\x0b-\x1f\x7f-\x9f"
+_INVISIBLE = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+              "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+              "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+              "\U000e0020-\U000e007f"               # Unicode's format characters (Cf, Zl, Zp)
+              "\ud800-\udfff"                        # lone surrogates
+              "\ufdd0-\ufdef\ufffe\uffff" + "".join(f"\\U{p:04x}fffe\\U{p:04x}ffff" for p in range(1, 17)))
+_ACTING = re.compile(f"\r\n|[{_C0_C1}{_INVISIBLE}]")
+ACTING_CHARS = re.compile(f"[{_C0_C1}{_INVISIBLE}]")     # what `visible` writes out
+
+
+def _shown_char(m: re.Match) -> str:
+    ch = m.group()
+    if ch == "\r\n":
+        return "\n"
+    if ch == "\r":
+        return "\\r"
+    return f"\\x{ord(ch):02x}" if ord(ch) <= 0x9f else f"<U+{ord(ch):04X}>"
+
+
+def visible(text) -> str:
+    """`text` with every character that would act rather than show written out (see above)."""
+    text = text if isinstance(text, str) else str(text)
+    return _ACTING.sub(_shown_char, text)
+
+
+def utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def cap_bytes(text, limit: int) -> str:
+    """`text` cut to at most `limit` UTF-8 bytes (never inside a character), marked when cut.
+    Never raises: a lone surrogate counts as the three bytes it would take."""
+    text = text if isinstance(text, str) else str(text)
+    limit = max(limit, 0)
+    if len(text) <= limit // 4:           # cannot be too long: no character takes more than 4 bytes
         return text
-    return data[:max(limit - 4, 0)].decode("utf-8", errors="ignore") + f" {CUT}"
+    data = text[:limit + 1].encode("utf-8", "surrogatepass")   # each character takes >= 1 byte
+    if len(data) <= limit and len(text) <= limit:
+        return text
+    marker = f" {CUT}"
+    if limit < len(marker.encode()):
+        return ""
+    end = limit - len(marker.encode())
+    while end > 0 and (data[end] & 0xC0) == 0x80:                  # back to a character's start
+        end -= 1
+    return data[:end].decode("utf-8", "surrogatepass") + marker
 
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+def shown(text, limit: int = MAX_MESSAGE, form=visible) -> str:
+    """Learner text as a report shows it: `visible` (or another `form`), then within `limit`
+    UTF-8 bytes. Work is bounded by `limit`, not by the text: a 100 MB string costs what its
+    first `limit` characters do."""
+    text = text if isinstance(text, str) else str(text)
+    return cap_bytes(form(text[:max(limit, 0) + 1]), limit)
 
 
-def no_controls(text: str) -> str:
-    """Control characters (escape sequences, NUL, ...) out of learner text: shown as "?"."""
-    return _CONTROL.sub("?", text)
+def as_data(text) -> str:
+    """The `form` of text kept as data (JSON): every character kept but those no encoder or
+    store can hold (NUL, lone surrogates: models.clean_text). The format escapes the rest."""
+    return clean_text(text if isinstance(text, str) else str(text))
 
 
 class Budget:
@@ -44,9 +106,16 @@ class Budget:
     def __init__(self, total: int = LEARNER_BUDGET):
         self.left = total
 
-    def take(self, text: str, limit: int = MAX_MESSAGE) -> str:
-        text = cap_bytes(no_controls(text), min(limit, max(self.left, 0)))
-        self.left -= len(text.encode("utf-8"))
+    def take(self, text, limit: int = MAX_MESSAGE, form=visible) -> str:
+        text = shown(text, min(limit, max(self.left, 0)), form)
+        self.left -= utf8_len(text)
+        return text
+
+    def name(self, text) -> str:
+        """A name or a title (an id, a label): `shown` within MAX_SHORT bytes, charged to the
+        budget but never emptied by it, so a report keeps its structure."""
+        text = shown(text, MAX_SHORT)
+        self.left -= utf8_len(text)
         return text
 
 
@@ -88,25 +157,90 @@ def check_title(check: CheckResult, lang: str) -> str:
 
 
 def message_text(message: str, message_id: str | None, params: dict, lang: str) -> str:
-    """A stored message in `lang`: from its msgid and params when it has them."""
+    """A stored message in `lang`: from its msgid and params when it has them (the English
+    message when they cannot be rendered, as from a grade built by hand or stored long ago)."""
+    message = message if isinstance(message, str) else str(message or "")
     if normalize_lang(lang) == DEFAULT_LANG or not (message_id or message):
         return message
-    return render(message, lang, msgid=message_id, params=params)
+    try:
+        return render(message, lang, msgid=message_id, params=params if isinstance(params, dict) else {})
+    except Exception:  # noqa: BLE001 - a report shows the English text rather than fail
+        return message
 
 
-def evidence_items(evidence: dict, lang: str) -> list[tuple[str, str]]:
+def evidence_items(evidence: dict, lang: str, budget: "Budget | None" = None) -> list[tuple[str, str]]:
+    budget = budget or Budget()
     items = []
-    for key, value in evidence.items():
+    for key, value in (evidence or {}).items():
         if key in HIDDEN_EVIDENCE:
             continue
-        if isinstance(value, float):
-            shown = number(value)
-        elif isinstance(value, list):
-            shown = cap_bytes(str(value), 300)
-        else:
-            shown = cap_bytes(str(value), 300)
-        items.append((evidence_label(key, lang), shown))
+        value = number(value) if isinstance(value, float) else value
+        items.append((budget.take(evidence_label(str(key), lang), MAX_SHORT), budget.take(value, MAX_SHORT)))
     return items
+
+
+@dataclass
+class PrintedView:
+    """What the learner's code printed, as shown: its start and its end (each cut at a line
+    break, or a space, where one is near), and how many bytes are not shown between them."""
+    start: str = ""
+    end: str = ""
+    cut_bytes: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.start or self.end)
+
+    @property
+    def lines(self) -> int:
+        text = self.start + ("\n" if self.start and self.end else "") + self.end
+        return text.count("\n") + 1 if text else 0
+
+
+def _head(text: str, limit: int, form=visible) -> str:
+    """The longest start of `text` whose shown form takes at most `limit` bytes, ending after a
+    line break (or at a space) in its last half when there is one."""
+    k = min(len(text), limit)
+    while k and utf8_len(form(text[:k])) > limit:
+        k = max(k * limit // utf8_len(form(text[:k])) - 1, 0)
+    if k < len(text):
+        for sep in ("\n", " "):
+            at = text.rfind(sep, k // 2, k)
+            if at >= 0:
+                return text[:at + 1]
+    return text[:k]
+
+
+def _tail(text: str, limit: int, form=visible) -> str:
+    """The same as _head, for the end of `text`: starting after a line break (or a space)."""
+    k = min(len(text), limit)
+    while k and utf8_len(form(text[len(text) - k:])) > limit:
+        k = max(k * limit // utf8_len(form(text[len(text) - k:])) - 1, 0)
+    if k < len(text):
+        piece = text[len(text) - k:]
+        for sep in ("\n", " "):
+            at = piece.find(sep, 0, (k + 1) // 2)
+            if at >= 0:
+                return piece[at + 1:]
+        return piece
+    return text
+
+
+def printed_view(printed, budget: "Budget", limit: int = MAX_PRINTED, form=visible) -> PrintedView:
+    """The start and the end of what the code printed, within `limit` bytes of the budget
+    together, cut at line breaks; `cut_bytes` counts what the jail and this view left out."""
+    start = getattr(printed, "start", "") if not isinstance(printed, str) else printed
+    end = getattr(printed, "end", "") if not isinstance(printed, str) else ""
+    start, end = (x if isinstance(x, str) else str(x or "") for x in (start, end))
+    cut = getattr(printed, "cut_bytes", 0)
+    cut = cut if isinstance(cut, int) and cut > 0 else 0
+    room = max(min(limit, budget.left), 0)
+    head = _head(start, room // 2 if end or utf8_len(start) > room else room, form)
+    rest = room - utf8_len(form(head))
+    tail = _tail(end, rest, form) if end else _tail(start[len(head):], rest, form) if len(head) < len(start) else ""
+    dropped = utf8_len(start) + utf8_len(end) - utf8_len(head) - utf8_len(tail)
+    shown_head, shown_tail = form(head), form(tail)
+    budget.left -= utf8_len(shown_head) + utf8_len(shown_tail)
+    return PrintedView(shown_head, shown_tail, cut + dropped)
 
 
 @dataclass
@@ -150,6 +284,7 @@ class CheckView:
     symptoms: list[str]
     evidence: list[tuple[str, str]]
     has_curve: bool
+    symptom_ids: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -204,7 +339,7 @@ class ReportView:
     curves: list[CurveView]
     symptoms: list[tuple[str, str]]          # (id, label)
     warnings: list[str]
-    output: str
+    output: PrintedView
     isolation: str
     grader_version: str
     duration_s: float
@@ -220,49 +355,77 @@ def fmt_points(x: float) -> str:
 
 
 def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = None) -> ReportView:
-    """The grade in `lang`, grouped by rule and curriculum day, learner text capped."""
+    """The grade in `lang`, grouped by rule and curriculum day. Every text in it is `shown`:
+    written visibly (see `visible`) and capped, messages at 64 KiB, names at MAX_SHORT bytes,
+    and all of it within `budget`."""
     lang = normalize_lang(lang)
     budget = budget or Budget()
+    name = budget.name
     by_id = {c.id: c for c in grade.checks}
-    titles = {c.id: check_title(c, lang) for c in grade.checks}
+    titles = {c.id: name(check_title(c, lang)) for c in grade.checks}
 
     groups: dict[tuple[str, int], GroupView] = {}
     for c in sorted(grade.checks, key=lambda c: (c.day, c.rule)):
         key = (c.rule, c.day)
         if key not in groups:
-            groups[key] = GroupView(c.rule, rule_label(c.rule, lang), c.day, [])
+            groups[key] = GroupView(name(c.rule), name(rule_label(c.rule, lang)), c.day, [])
         text = "" if c.passed else budget.take(message_text(c.message, c.message_id, c.message_params, lang))
         groups[key].checks.append(CheckView(
-            id=c.id, title=titles[c.id], passed=c.passed, points=c.points, max_points=c.max_points,
-            rule=c.rule, day=c.day, message=text,
-            symptoms=[symptom_label(s, lang) for s in c.symptoms],
-            evidence=[] if c.passed else evidence_items(c.evidence, lang), has_curve=c.curve is not None))
+            id=name(c.id), title=titles[c.id], passed=c.passed, points=c.points, max_points=c.max_points,
+            rule=name(c.rule), day=c.day, message=text,
+            symptoms=[name(symptom_label(s, lang)) for s in c.symptoms],
+            evidence=[] if c.passed else evidence_items(c.evidence, lang, budget),
+            has_curve=c.curve is not None, symptom_ids=[name(s) for s in c.symptoms]))
 
     diagnoses = []
     for d in grade.diagnosis:
         check = by_id.get(d.check or "")
         diagnoses.append(DiagnosisView(
-            rule=d.rule, rule_label=rule_label(d.rule, lang), day=d.day, mutant=d.mutant,
+            rule=name(d.rule), rule_label=name(rule_label(d.rule, lang)), day=d.day,
+            mutant=name(d.mutant) if d.mutant else None,
             message=budget.take(message_text(d.message, d.message_id, d.message_params, lang)),
-            check_id=d.check, check_title=titles.get(d.check or "", ""),
-            symptoms=[symptom_label(s, lang) for s in (check.symptoms if check else [])],
-            evidence=evidence_items(check.evidence, lang) if check else []))
+            check_id=name(d.check) if d.check else None, check_title=titles.get(d.check or "", ""),
+            symptoms=[name(symptom_label(s, lang)) for s in (check.symptoms if check else [])],
+            evidence=evidence_items(check.evidence, lang, budget) if check else []))
 
     curves = [curve_view(c, titles[c.id]) for c in grade.checks if c.curve is not None]
     error = grade.error
     warnings = [budget.take(message_text(w.message, w.message_id, w.message_params, lang), 4096)
                 for w in grade.warnings]
-    printed = grade.output.start + (f"\n{CUT}\n" if grade.output.cut_bytes else "") + grade.output.end
     return ReportView(
-        lang=lang, exercise=grade.exercise, exercise_title=exercise_title(grade.exercise, lang),
-        student=no_controls(grade.student) if grade.student else None, passed=grade.passed,
+        lang=lang, exercise=name(grade.exercise), exercise_title=name(exercise_title(grade.exercise, lang)),
+        student=name(grade.student) if grade.student else None, passed=grade.passed,
         score=grade.score, max_score=grade.max_score,
         checks_passed=sum(c.passed for c in grade.checks), checks_total=len(grade.checks),
-        error_kind=error.kind if error else None,
-        error_label=error_label(error.kind, lang) if error else None,
+        error_kind=name(error.kind) if error else None,
+        error_label=name(error_label(error.kind, lang)) if error else None,
         error_message=budget.take(message_text(error.message, error.message_id, error.message_params,
                                                 lang)) if error else None,
         groups=list(groups.values()), diagnoses=diagnoses, curves=curves,
-        symptoms=[(s, symptom_label(s, lang)) for s in grade.symptoms],
-        warnings=warnings, output=budget.take(printed, 64 * 1024) if printed else "",
-        isolation=grade.isolation, grader_version=grade.grader_version, duration_s=grade.duration_s)
+        symptoms=[(name(s), name(symptom_label(s, lang))) for s in grade.symptoms],
+        warnings=warnings, output=printed_view(grade.output, budget),
+        isolation=name(grade.isolation), grader_version=name(grade.grader_version),
+        duration_s=grade.duration_s)
+
+
+def grade_data(grade: Grade, budget: Budget | None = None) -> dict:
+    """The whole grade as plain data for a data format (JSON): every string `as_data` and capped
+    within `budget` (64 KiB each, keys and names MAX_SHORT), printed output last, as its start
+    and end within MAX_PRINTED bytes and the count of bytes cut between them."""
+    budget = budget or Budget()
+    data = grade.model_dump(mode="python", warnings=False)
+    data.pop("output", None)
+
+    def walk(value):
+        if isinstance(value, str):
+            return budget.take(value, form=as_data)
+        if isinstance(value, dict):
+            return {shown(k, MAX_SHORT, as_data): walk(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [walk(v) for v in value]
+        return value
+
+    data = walk(data)
+    printed = printed_view(grade.output, budget, form=as_data)
+    data["output"] = {"start": printed.start, "end": printed.end, "cut_bytes": printed.cut_bytes}
+    return data
