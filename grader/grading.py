@@ -14,7 +14,7 @@ from grader.doctor import ensure_sound as ensure_jail_sound
 from grader.jail.client import JailError
 from grader.jail.client import Limits as JailLimits
 from grader.quiz import grade_answers
-from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError
+from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError, Printed
 from grader.runner import run_hidden_tests
 from grader.session import SubmissionSession
 from grader.submission import InvalidSubmission, SubmittedFiles, read_submission
@@ -43,7 +43,7 @@ def failed_grade(exercise: Exercise, kind: str, message: str, checks=(), isolati
 
 
 def assemble(exercise: Exercise, checks: list[CheckResult], diagnosis: list[Diagnosis],
-             error: GradeError | None, isolation: str, output: str = "", warnings=()) -> Grade:
+             error: GradeError | None, isolation: str, output: Printed = Printed(), warnings=()) -> Grade:
     symptoms: list[str] = []
     for c in checks:
         symptoms += [s for s in c.symptoms if s not in symptoms]

@@ -181,9 +181,8 @@ class SubmissionSession:
         if not self._output.closed:
             self._output.close()
 
-    def output(self) -> str:
-        if self._output.closed:
-            return ""
+    def output(self):
+        """What the submission's jails printed: a models.Printed (start, end, bytes cut)."""
         return read_output(self._output, self.limits.max_output_bytes)
 
     # -- what hidden tests use ----------------------------------------------------------------

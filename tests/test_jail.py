@@ -16,7 +16,7 @@ from conftest import EXERCISES, ROOT
 
 from grader import doctor
 from grader.jail import launcher
-from grader.jail.client import Jail, JailCrash, JailTimeout, LearnerError, Limits
+from grader.jail.client import Jail, JailCrash, JailError, JailTimeout, LearnerError, Limits
 from grader.session import SubmissionSession
 
 PROBE = ROOT / "grader" / "jail" / "probe.py"
@@ -121,12 +121,45 @@ def test_a_dead_jail_is_replaced_and_earlier_checks_stand(tmp_path):
 def test_output_is_kept_across_jails_and_capped(tmp_path):
     sub = tmp_path / "sub"
     sub.mkdir()
-    (sub / "m.py").write_text("print('hello from the jail')\nimport sys\nsys.stdout.write('x' * 5000)\n")
+    (sub / "m.py").write_text("print('hello from the jail')\nimport sys\nsys.stdout.write('x' * 5000)\n"
+                              "sys.stderr.write('é the end')\n")
     session = SubmissionSession(sub, ["m"], Limits(max_output_bytes=1000))
     try:
         session.ensure_jail()
         out = session.output()
-        assert out.startswith("hello from the jail") and len(out) == 1000
+        assert out.start.startswith("hello from the jail") and len(out.start.encode()) == 500
+        assert out.end.endswith("x" * 100 + "é the end") and len(out.end.encode()) == 500
+        total = len("hello from the jail\n") + 5000 + len("é the end".encode())
+        assert out.cut_bytes == total - 1000
+    finally:
+        session.close()
+
+
+def test_what_is_printed_reaches_the_file_when_the_jail_dies_unflushed(tmp_path):
+    """stdout and stderr share the file (fds 1 and 2), unbuffered: a print the learner never
+    flushed is kept through os._exit in a call and at import."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "m.py").write_text("import os, sys\n"
+                              "print('out at import', end='')\nsys.stderr.write('err at import')\n"
+                              "def die():\n    print('out in call', end='')\n"
+                              "    sys.stderr.write('err in call')\n"
+                              "    os._exit(5)\n")
+    session = SubmissionSession(sub, ["m"], Limits())
+    try:
+        session.ensure_jail()
+        with pytest.raises(JailError):
+            session.m.die()
+        printed = session.output().start
+        assert printed == "out at importerr at importout in callerr in call", printed
+    finally:
+        session.close()
+    (sub / "m.py").write_text("import os, sys\nprint('bye', end='')\nsys.stderr.write(' now')\nos._exit(3)\n")
+    session = SubmissionSession(sub, ["m"], Limits())
+    try:
+        with pytest.raises(JailError):
+            session.ensure_jail()
+        assert session.output().start == "bye now"
     finally:
         session.close()
 

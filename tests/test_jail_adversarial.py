@@ -228,4 +228,4 @@ def test_after_the_corpus_the_solution_still_passes(arena):
     """Nothing an attack did poisons a later grade (site-packages, the jail's code, the zygote)."""
     grade = grading.grade(arena.exercise, EXERCISES / "day45-attention" / "solution")
     assert grade.passed and grade.error is None, grade.model_dump_json()[:2000]
-    assert "POISONED" not in grade.output
+    assert "POISONED" not in grade.output.start + grade.output.end

@@ -271,8 +271,8 @@ class Jail:
         return JailCrash(f"the process exited (code {code}) while the grader was waiting for an "
                          "answer: exit(), os._exit() or a fatal error in the submission")
 
-    def output(self) -> str:
-        """What the learner's code printed, capped."""
+    def output(self):
+        """What the learner's code printed, capped: a models.Printed."""
         return read_output(self.output_file, self.limits.max_output_bytes)
 
     def kill(self, wait: bool = False) -> None:
@@ -362,9 +362,39 @@ def default_zygote():
         raise JailSandbox(f"no jail could be started: {exc}") from None
 
 
-def read_output(file, cap: int) -> str:
+def read_output(file, cap: int):
+    """What the jail printed (stdout and stderr share the file, as they interleaved), within `cap`
+    bytes: all of it, or its first and its last `cap // 2` bytes and how many were cut between
+    (pieces cut at a character's boundary); nothing from a closed file. The zygote runs Python unbuffered (-u), so what the
+    learner's code printed is in the file even when its jail was killed or called os._exit."""
+    from grader.models import Printed
+    if file is None or file.closed:
+        return Printed()
     try:
-        data = os.pread(file.fileno(), cap, 0)
+        fd = file.fileno()
+        size = os.fstat(fd).st_size
+        if size <= cap:
+            return Printed(start=os.pread(fd, cap, 0).decode("utf-8", "replace"))
+        head = os.pread(fd, cap // 2, 0)
+        tail = os.pread(fd, cap - cap // 2, size - (cap - cap // 2))
     except (OSError, ValueError):
-        return ""
-    return data.decode("utf-8", "replace")
+        return Printed()
+    head, tail = _whole_characters(head), _whole_characters(tail, at_start=True)
+    return Printed(start=head.decode("utf-8", "replace"), end=tail.decode("utf-8", "replace"),
+                   cut_bytes=size - len(head) - len(tail))
+
+
+def _whole_characters(data: bytes, at_start: bool = False) -> bytes:
+    """`data` without the part of a UTF-8 character cut off at its end (or at its start)."""
+    if at_start:
+        skip = 0
+        while skip < min(3, len(data)) and (data[skip] & 0xC0) == 0x80:
+            skip += 1
+        return data[skip:]
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:
+            continue                              # a continuation byte: look further back
+        need = 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4 if byte >> 3 == 0b11110 else 1
+        return data[:-back] if need > back else data
+    return data
