@@ -27,10 +27,8 @@ SCHEMA = Path(__file__).with_name("schemas") / "gradescope-results.schema.json"
 
 def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dict:
     v = build_view(grade, lang, budget)
-    by_id = {c.id: c for g in v.groups for c in g.checks}
     tests = []
-    for number, c in enumerate(grade.checks, 1):
-        cv = by_id[c.id]
+    for number, (c, cv) in enumerate(zip(grade.checks, v.checks), 1):
         lines = [cv.message] if cv.message else []
         if not c.passed and cv.symptoms:
             lines.append(labelled(t("symptoms", lang), listing(cv.symptoms, lang), lang))

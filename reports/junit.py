@@ -34,7 +34,6 @@ def printed_text(p: PrintedView, lang: str) -> str:
 
 def suite(grade: Grade, lang: str = "en", budget: Budget | None = None) -> ET.Element:
     v = build_view(grade, lang, budget)
-    by_id = {c.id: c for g in v.groups for c in g.checks}
     failures = sum(not c.passed for c in grade.checks)
     errors = 1 if grade.error else 0
     el = ET.Element("testsuite", {
@@ -51,8 +50,7 @@ def suite(grade: Grade, lang: str = "en", budget: Budget | None = None) -> ET.El
                                           "value": xml_text(labelled(
                                               rule_day(d.rule_label, d.day, lang)
                                               + (f" [{d.mutant}]" if d.mutant else ""), d.message, lang))})
-    for c in grade.checks:
-        cv = by_id[c.id]
+    for c, cv in zip(grade.checks, v.checks):
         case = ET.SubElement(el, "testcase", {
             "classname": xml_text(f"{v.exercise}.{cv.rule}"), "name": xml_text(f"{cv.id}: {cv.title}"),
             "time": "0", "file": xml_text(v.exercise)})

@@ -28,6 +28,14 @@ def md(text: str) -> str:
     return text.replace("\n", "  \n")
 
 
+def code(text: str) -> str:
+    """An inline code span that no backtick in `text` can close (text in it is never markup)."""
+    text = clean(text).replace("\n", " ")
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
 def fence(text: str) -> str:
     """A fenced code block that no line of `text` can close."""
     text = clean(text)
@@ -40,7 +48,7 @@ def render_view(v: ReportView) -> str:
     lang = v.lang
     status = "✅ " + t("PASSED", lang) if v.passed else "❌ " + t("NOT PASSED", lang)
     out = [f"# {md(v.exercise_title)}", "",
-           f"`{v.exercise}`" + (f" · {t('learner', lang)} `{md(v.student)}`" if v.student else ""), "",
+           code(v.exercise) + (f" · {t('learner', lang)} {code(v.student)}" if v.student else ""), "",
            f"**{fmt_points(v.score)} / {fmt_points(v.max_score)}** · {status} · "
            + t("{passed} of {total} checks passed", lang, passed=v.checks_passed, total=v.checks_total), ""]
     if v.symptoms:
@@ -51,7 +59,7 @@ def render_view(v: ReportView) -> str:
     if v.diagnoses:
         out += [f"## {t('Diagnosis', lang)}", ""]
         for d in v.diagnoses:
-            named = f" `{d.mutant}`" if d.mutant else ""
+            named = f" {code(d.mutant)}" if d.mutant else ""
             out.append(f"- **{md(rule_day(d.rule_label, d.day, lang))}**{named}: {md(d.message)}")
             if d.evidence:
                 out.append("  " + md(listing([f"{k} = {val}" for k, val in d.evidence], lang, "; ")))
@@ -73,9 +81,9 @@ def render_view(v: ReportView) -> str:
         out += [f"## {t('Warnings', lang)}", ""] + [f"- {md(w)}" for w in v.warnings] + [""]
     if v.output:
         out += [f"## {t('What your code printed', lang)}", ""]
-        out += [fence(v.output.start), ""] if v.output.start else []
+        out += [fence(v.output.start.removesuffix("\n")), ""] if v.output.start else []
         out += [f"_… {md(t('{bytes} bytes cut', lang, bytes=v.output.cut_bytes))} …_", ""] if v.output.cut_bytes else []
-        out += [fence(v.output.end), ""] if v.output.end else []
+        out += [fence(v.output.end.removesuffix("\n")), ""] if v.output.end else []
     out.append(f"<sub>{md(t('grader {version}', lang, version=v.grader_version or '?'))} · "
                f"{md(t('isolation: {isolation}', lang, isolation=v.isolation))}</sub>")
     return "\n".join(out) + "\n"

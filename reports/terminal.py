@@ -132,8 +132,8 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
     gap = " " * max(WIDTH - width(title) - width(right) - width(status_text), 2)
     lines = [s.bold(title) + gap + right + status]
     who = f" · {t('learner', lang)} {clean(v.student)}" if v.student else ""
-    lines.append(s.dim(f"{v.exercise}{who} · " + t("{passed} of {total} checks passed", lang,
-                                                       passed=v.checks_passed, total=v.checks_total)))
+    lines += [s.dim(x) for x in wrap(f"{v.exercise}{who} · " + t("{passed} of {total} checks passed", lang,
+                                                                 passed=v.checks_passed, total=v.checks_total), WIDTH)]
     lines.append(s.dim("─" * WIDTH))
     if v.error_kind:
         lines.append(s.bad(labelled(t("The submission could not be graded normally", lang), v.error_label, lang)))
@@ -173,7 +173,7 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
         lines.append(s.dim("─" * WIDTH))
         lines.append(s.bold(t("What your code printed", lang)))
         lines += [s.dim(x) if x.startswith("  " + CUT_MARK) else x for x in printed_lines(v.output, lang)]
-    lines.append(s.dim(t("isolation: {isolation}", lang, isolation=v.isolation)))
+    lines += [s.dim(x) for x in wrap(t("isolation: {isolation}", lang, isolation=v.isolation), WIDTH)]
     return lines
 
 

@@ -335,6 +335,7 @@ class ReportView:
     error_label: str | None
     error_message: str | None
     groups: list[GroupView]
+    checks: list[CheckView]                  # the grade's checks, in its order
     diagnoses: list[DiagnosisView]
     curves: list[CurveView]
     symptoms: list[tuple[str, str]]          # (id, label)
@@ -364,18 +365,20 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
     by_id = {c.id: c for c in grade.checks}
     titles = {c.id: name(check_title(c, lang)) for c in grade.checks}
 
+    views: dict[int, CheckView] = {}         # id(check) -> its view: ids shown may collide
     groups: dict[tuple[str, int], GroupView] = {}
     for c in sorted(grade.checks, key=lambda c: (c.day, c.rule)):
         key = (c.rule, c.day)
         if key not in groups:
             groups[key] = GroupView(name(c.rule), name(rule_label(c.rule, lang)), c.day, [])
         text = "" if c.passed else budget.take(message_text(c.message, c.message_id, c.message_params, lang))
-        groups[key].checks.append(CheckView(
+        views[id(c)] = CheckView(
             id=name(c.id), title=titles[c.id], passed=c.passed, points=c.points, max_points=c.max_points,
             rule=name(c.rule), day=c.day, message=text,
             symptoms=[name(symptom_label(s, lang)) for s in c.symptoms],
             evidence=[] if c.passed else evidence_items(c.evidence, lang, budget),
-            has_curve=c.curve is not None, symptom_ids=[name(s) for s in c.symptoms]))
+            has_curve=c.curve is not None, symptom_ids=[name(s) for s in c.symptoms])
+        groups[key].checks.append(views[id(c)])
 
     diagnoses = []
     for d in grade.diagnosis:
@@ -401,7 +404,8 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
         error_label=name(error_label(error.kind, lang)) if error else None,
         error_message=budget.take(message_text(error.message, error.message_id, error.message_params,
                                                 lang)) if error else None,
-        groups=list(groups.values()), diagnoses=diagnoses, curves=curves,
+        groups=list(groups.values()), checks=[views[id(c)] for c in grade.checks],
+        diagnoses=diagnoses, curves=curves,
         symptoms=[(name(s), name(symptom_label(s, lang))) for s in grade.symptoms],
         warnings=warnings, output=printed_view(grade.output, budget),
         isolation=name(grade.isolation), grader_version=name(grade.grader_version),
