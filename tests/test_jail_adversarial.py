@@ -23,12 +23,14 @@ import pytest
 
 from adversarial.cases import CASES
 from conftest import EXERCISES, ROOT
+from report_checks import check_report
 
 import grader.grading as grading
 from grader.exercises import load_exercise
 from grader.jail import launcher
 from grader.models import Limits
 from grader.session import SubmissionSession
+from reports import FORMATS, render
 
 HIDDEN_MARKER = "Hidden tests for day45-attention"        # the hidden tests' first line
 
@@ -160,6 +162,8 @@ _listener.listen(1)
 
 
 def grade_case(case, arena: Arena, sub: Path) -> dict:
+    if case.reports is not None:
+        return check_reports(case, sub, grading.grade(arena.exercise, sub))
     if case.cli:
         env = dict(os.environ, ADV_SECRET=arena.canary, ADV_KEY=arena.canary)
         proc = subprocess.run([sys.executable, "-m", "grader", "grade", "day45-attention", str(sub),
@@ -169,6 +173,34 @@ def grade_case(case, arena: Arena, sub: Path) -> dict:
         assert arena.canary not in proc.stdout + proc.stderr
         return json.loads(proc.stdout)
     return json.loads(grading.grade(arena.exercise, sub).model_dump_json())
+
+
+# what a learner's text may not do to a terminal, whatever else a report may hold
+LEARNER_ACTING = ("\x1b", "\x07", "\x9b", "\x85", "\x00", "\u202e", "\u2066", "\ud800")
+
+
+def check_reports(case, sub: Path, grade) -> dict:
+    """Every format in both languages from the grade made in process (`reports.render`, what the
+    CLI calls), then `grader grade` itself in the formats the case names, at once (each run
+    costs a fresh process and jail, about 9 s: the corpus names two, to stay quick)."""
+    for fmt in FORMATS:
+        for lang in ("en", "zh-TW"):
+            check_report(fmt, render(grade, fmt, lang), lang)
+    if grade.output.cut_bytes:          # printed more than is kept: the start, the end, the count
+        text = render(grade, "text", "en")
+        assert grade.output.start and grade.output.end and "bytes cut" in text, text[-2000:]
+    procs = {fmt: subprocess.Popen([sys.executable, "-m", "grader", "grade", "day45-attention", str(sub),
+                                    "--format", fmt, "--lang", "en"], cwd=ROOT, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE) for fmt in case.reports}
+    for fmt, proc in procs.items():
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 1, (fmt, err[-3000:])
+        assert b"Traceback" not in err, (fmt, err[-3000:])
+        text = out.decode("utf-8")                     # strict: no lone surrogate reached it
+        check_report(fmt, text)
+        if fmt == "text":
+            assert not any(ch in text for ch in LEARNER_ACTING), fmt
+    return json.loads(grade.model_dump_json())
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -35,6 +35,8 @@ class Case:
     cli: bool = False                   # graded through the `grader` command (a fresh process)
     linger: float = 0.0                 # seconds to watch the host afterwards for a late effect
     needs_jail: bool = False            # contained only by bubblewrap, not by the process fallback
+    reports: tuple | None = None        # hostile text: every format checked (tests/report_checks.py),
+                                        # and the formats named here also through `grader grade`
     notes: str = ""
     extra_files: dict = field(default_factory=dict)
 
@@ -438,4 +440,37 @@ def stable_softmax(z, dim=-1):
     _libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, None)     # forbidden: the jail stops the process
     return _softmax(z, dim)
 ''', symptom="exception", message="forbids"),
+
+    # -- hostile text: what the submission says or prints must reach no report raw ------------
+    Case("hostile-exception-at-import", '''
+raise ValueError("\\ud800 \\x1b]52;c;aGk=\\x07 \\u202e")
+''', error="crash", message="ValueError", reports=("text", "json")),
+
+    Case("hostile-exception-in-call", '''
+def stable_softmax(z, dim=-1):
+    raise ValueError("\\ud800 \\x1b]52;c;aGk=\\x07 \\u202e")
+''', symptom="exception", message="ValueError", reports=()),
+
+    Case("hostile-exception-type-name", '''
+_Evil = type("\\x1b]0;x\\x07Error\\u202e", (Exception,), {})
+def stable_softmax(z, dim=-1):
+    raise _Evil("\\x1b[31mboom\\u2066")
+''', symptom="exception", message="boom", reports=()),
+
+    Case("hostile-printing-100-mb", '''
+import sys as _sys
+print("\\x1b[31mred \\x1b]0;pwn\\x07 \\x1b]52;c;aGk=\\x07 \\u202eevil\\u2066 \\rCR \\x00NUL \\x08 \\x9b")
+_sys.stderr.write("\\x1b[2Jstderr too\\n")
+_chunk = "\\x1b[41m" + "y" * 1000 + "\\u202e\\n"
+try:
+    for _ in range(100 * 1024):          # 100 MB, far over the jail's file size limit
+        _sys.stdout.write(_chunk)
+except OSError:
+    pass
+''' + BUG, reports=("text",), notes="the write is stopped at the file size limit (EFBIG or SIGXFSZ)"),
+
+    Case("hostile-string-returned-for-a-tensor", '''
+def stable_softmax(z, dim=-1):                # SPEC's API returns no strings: a tensor is due
+    return "\\x1b]0;pwn\\x07\\u202e" * 1_000_000 + "\\ud800"
+''', reports=()),
 ]
