@@ -11,6 +11,8 @@
     │   │   │   └── MutantError     mutants/*.toml
     │   │   ├── SourceError         a class's SOURCE cannot be read (missing, unsafe, too big)
     │   │   ├── BatchError          a batch cannot run: SOURCE, gradebook, scheduler, the jail
+    │   │   ├── store.StoreError    the gradebook cannot be opened or used (also a RuntimeError)
+    │   │   │   └── store.migrate.SchemaError   its schema is newer than this grader
     │   │   └── JailUnsound         the jail failed a canary attack: grading must not start
     │   ├── InvalidSubmission       the submission can be read but not graded as it is (a missing
     │   │                           file or name, a syntax error): it fails, kind
@@ -30,9 +32,7 @@
     ├── jail.wire.WireError         a frame that breaks the format        } the jail's own side: it
     ├── jail.sandbox.SandboxError   a step of building the jail failed    } imports only its folder
     └── RuntimeError                                                        (grader/jail/*.py), so
-        ├── store.StoreError        the gradebook cannot be opened          not this module
-        ├── store.migrate.SchemaError
-        └── store.pgtemp.PostgresUnavailable   (the gradebook's own errors, in grader/store)
+        └── store.pgtemp.PostgresUnavailable   no PostgreSQL to test with  not this module
 
 Exit codes (DESIGN.md): 0 pass, 1 graded but failing, 2 usage or input error. Each class carries
 its code as `exit_code`; a command that lets a GraderError through exits with it.
