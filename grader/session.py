@@ -183,7 +183,7 @@ class SubmissionSession:
 
     def output(self):
         """What the submission's jails printed: a models.Printed (start, end, bytes cut)."""
-        return read_output(self._output, self.limits.max_output_bytes)
+        return read_output(self._output, self.limits.output_bytes)
 
     # -- what hidden tests use ----------------------------------------------------------------
     def __getattr__(self, name: str) -> Remote:
