@@ -403,9 +403,32 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
         error_label=name(error_label(error.kind, lang)) if error else None,
         error_message=budget.take(message_text(error.message, error.message_id, error.message_params,
                                                 lang)) if error else None,
-        groups=list(groups.values()), diagnoses=diagnoses, curves=curves,
-        symptoms=[(s, symptom_label(s, lang)) for s in grade.symptoms],
-        warnings=warnings, output=budget.take(printed, MAX_MESSAGE) if printed else "",
-        isolation=grade.isolation, grader_version=grade.grader_version, duration_s=grade.duration_s)
-MAX_PRINTED = MAX_MESSAGE        # printed output a report shows (start and end together)
-MAX_SHORT = 300                  # bytes of an evidence value, a title, a name
+        groups=list(groups.values()), checks=[views[id(c)] for c in grade.checks],
+        diagnoses=diagnoses, curves=curves,
+        symptoms=[(name(s), name(symptom_label(s, lang))) for s in grade.symptoms],
+        warnings=warnings, output=printed_view(grade.output, budget),
+        isolation=name(grade.isolation), grader_version=name(grade.grader_version),
+        duration_s=grade.duration_s)
+
+
+def grade_data(grade: Grade, budget: Budget | None = None) -> dict:
+    """The whole grade as plain data for a data format (JSON): every string `as_data` and capped
+    within `budget` (64 KiB each, keys and names MAX_SHORT), printed output last, as its start
+    and end within MAX_PRINTED bytes and the count of bytes cut between them."""
+    budget = budget or Budget()
+    data = grade.model_dump(mode="python", warnings=False)
+    data.pop("output", None)
+
+    def walk(value):
+        if isinstance(value, str):
+            return budget.take(value, form=as_data)
+        if isinstance(value, dict):
+            return {shown(k, MAX_SHORT, as_data): walk(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [walk(v) for v in value]
+        return value
+
+    data = walk(data)
+    printed = printed_view(grade.output, budget, form=as_data)
+    data["output"] = {"start": printed.start, "end": printed.end, "cut_bytes": printed.cut_bytes}
+    return data

@@ -309,8 +309,9 @@ def default_zygote():
 def read_output(file, cap: int):
     """What the jail printed (stdout and stderr share the file, as they interleaved), within `cap`
     bytes: all of it, or its first and its last `cap // 2` bytes and how many were cut between
-    (pieces cut at a character's boundary); nothing from a closed file. The zygote runs Python unbuffered (-u), so what the
-    learner's code printed is in the file even when its jail was killed or called os._exit."""
+    (pieces cut at a character's boundary); nothing from a closed file. The zygote runs Python
+    unbuffered (-u), so what the learner's code printed is in the file even when its jail was
+    killed or called os._exit."""
     from grader.models import Printed
     if file is None or file.closed:
         return Printed()
