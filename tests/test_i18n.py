@@ -285,3 +285,26 @@ def test_no_regular_expression_translates_text_back():
     assert render("the process died with a segmentation fault (SIGSEGV)", "zh-TW") == \
         "the process died with a segmentation fault (SIGSEGV)"          # plain text stays as it is
 
+
+# -- the course's voice: Taiwanese typography and no reference learners do not have ----------------
+
+def _spec(text: str) -> bool:
+    return re.search(r"\bSPEC\b", text) is not None
+
+
+def test_no_learner_facing_text_cites_spec_md(extracted, zh):
+    """Learners do not have SPEC.md: a message says what is asked, or points at the starter."""
+    assert [m for m in extracted if _spec(m)] == []
+    assert [m.string for m in zh if m.id and _spec(m.string)] == []
+    literals = []
+    for path in sorted((ROOT / "exercises").glob("*/hidden/*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        literals += [(path.name, node.value) for node in ast.walk(tree)
+                     if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                     and id(node) not in docstrings and _spec(node.value)]
+    assert literals == []
+    for path in sorted((ROOT / "mutants").glob("*.toml")):
+        assert not _spec(path.read_text(encoding="utf-8")), path
