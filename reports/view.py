@@ -14,7 +14,8 @@ from functools import cache
 
 from grader.locale import DEFAULT_LANG, join, normalize_lang, number, render, translate
 from grader.models import CheckResult, Grade, TrainingCurve
-from reports.labels import HIDDEN_EVIDENCE, error_label, evidence_label, rule_label, symptom_label
+from reports.labels import (HIDDEN_EVIDENCE, error_label, evidence_label, isolation_label, rule_label,
+                            symptom_label)
 
 MAX_MESSAGE = 64 * 1024          # bytes of one message (UTF-8)
 MAX_REPORT = 1 << 20             # bytes of one whole report
@@ -265,4 +266,4 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
         groups=list(groups.values()), diagnoses=diagnoses, curves=curves,
         symptoms=[(s, symptom_label(s, lang)) for s in grade.symptoms],
         warnings=warnings, output=budget.take(printed, 64 * 1024) if printed else "",
-        isolation=grade.isolation, grader_version=grade.grader_version, duration_s=grade.duration_s)
+        isolation=isolation_label(grade.isolation, lang), grader_version=grade.grader_version, duration_s=grade.duration_s)

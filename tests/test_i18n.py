@@ -274,6 +274,14 @@ def test_a_batch_of_quiz_sheets_stores_and_translates_each_learners_problem(tmp_
             "answers.toml is a symbolic link; symbolic links are refused"]
 
 
+def test_reports_show_the_isolation_in_the_readers_language():
+    g = Grade(exercise="day45-quiz", passed=True, score=1, max_score=1, isolation="none (answers are data)")
+    assert "隔離方式：無（答案是資料，不執行程式碼）" in report(g, "text", "zh-TW")
+    assert "isolation: none (answers are data)" in report(g, "text", "en")
+    assert json.loads(report(g, "json"))["isolation"] == "none (answers are data)"   # stored as data
+    assert "隔離方式：bubblewrap 沙箱" in report(g.model_copy(update={"isolation": "bubblewrap"}), "text", "zh-TW")
+
+
 def test_no_regular_expression_translates_text_back():
     locale_dir = ROOT / "grader" / "locale"
     assert not (locale_dir / "external.py").exists()
@@ -287,6 +295,44 @@ def test_no_regular_expression_translates_text_back():
 
 
 # -- the course's voice: Taiwanese typography and no reference learners do not have ----------------
+
+HAN = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+TYPOGRAPHY = {
+    # an ASCII , : ; between two Chinese characters is the full-width ，：； in a Chinese sentence
+    "ASCII punctuation inside a Chinese sentence": re.compile(f"{HAN}[,:;] ?(?={HAN})"),
+    # (中文) takes full-width parentheses: （中文）
+    "ASCII parentheses around Chinese text": re.compile(rf"\((?=[^()]*{HAN})[^()]*\)"),
+    # 使用 float16 時, 第 0 列: a space between Chinese and Latin letters or digits
+    "no space between Chinese and Latin": re.compile(f"{HAN}[A-Za-z0-9]|[A-Za-z0-9]{HAN}"),
+    # a placeholder formatted as a number ({n:,}, {x:.3g}) renders digits: it is spaced the same way
+    "no space around a number": re.compile(rf"{HAN}\{{\w+:[^{{}}]*\}}|\{{\w+:[^{{}}]*\}}{HAN}"),
+    "a space before full-width punctuation": re.compile(" [，。；：、）]"),
+}
+
+
+def typography_problems(text: str) -> list[str]:
+    # a placeholder's name is not text ({n_head}); a numeric one is kept for its own rule
+    bare = re.sub(r"\{\w*\}", lambda m: "\x00" * len(m.group()), text)
+    return [name for name, rule in TYPOGRAPHY.items() if rule.search(bare)]
+
+
+def test_the_typography_rules_can_fail_and_leave_legitimate_text_alone():
+    for bad in ("使用float16時", "第0列", "輸入, 輸出", "答案:錯誤", "（見說明)".replace("（", "("),
+                "共{n:,}個", "錯誤 ：{x}"):
+        assert typography_problems(bad), bad
+    for good in ("使用 float16 時", "第 0 列", "輸入，輸出", "{what}：{detail}", "MLP：fc、精確 GELU、proj",
+                 "f(x, y) 的結果", "第{step}步", "（{name}）", "共 {n:,} 個", "x0, x1 = x[..., 0::2]"):
+        assert not typography_problems(good), good
+
+
+def test_zh_tw_translations_follow_taiwanese_typography_and_usage(zh):
+    bad = [(m.id, m.string, typography_problems(m.string)) for m in zh if m.id and m.string
+           and typography_problems(m.string)]
+    assert bad == []
+    mainland = ("代碼", "默認", "數據", "文件", "函數", "運行", "讀成數：", "信息", "調用", "內存", "線程",
+                "進程", "字符串", "數組", "對象", "變量", "模塊", "用戶", "設置")
+    assert [(m.id, w) for m in zh if m.id and m.string for w in mainland if w in m.string] == []
+
 
 def _spec(text: str) -> bool:
     return re.search(r"\bSPEC\b", text) is not None
