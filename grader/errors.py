@@ -42,6 +42,8 @@ Every class is importable from here and, as before, from the module that raises 
 """
 from __future__ import annotations
 
+from grader.locale import msg
+
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
@@ -99,9 +101,16 @@ class InvalidSubmission(GraderError):
 
 
 class JailError(GraderError):
-    """The jail could not answer: it died, ran out of time or memory, or broke the protocol."""
+    """The jail could not answer: it died, ran out of time or memory, or broke the protocol.
+
+    Raised with a Message (`msg(...)`): `message` is what the learner is told, in any language;
+    str(exc) is its English text."""
     kind = "crash"
     symptom = "exception"
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
 
 
 class JailTimeout(JailError):
@@ -127,13 +136,28 @@ class LearnerError(GraderError):
     def __init__(self, info: dict):
         self.type_name = str(info.get("type", "Exception"))
         self.mro = [str(n) for n in info.get("mro", [])]
-        self.learner_message = str(info.get("message", ""))
+        self.learner_message = learner_text(info)
         self.where = info.get("where")
         self.memory = bool(info.get("memory"))
         super().__init__(f"{self.type_name}: {self.learner_message}")
 
     def is_a(self, type_name: str) -> bool:
         return type_name in self.mro or self.type_name == type_name
+
+
+def learner_text(info: dict):
+    """The message of a learner's exception, from the plain data the worker sent: the text
+    itself, or a Message where the worker only said what happened (its flags are checked to be
+    exactly True: the data comes from the jail)."""
+    text = str(info.get("message", ""))
+    if info.get("unreadable") is True:
+        return msg("<the exception's message could not be read>")
+    if info.get("unsendable") is True:
+        return msg("what your code returned cannot be sent to the grader: {detail}", detail=text)
+    if info.get("too_large") is True:
+        return msg("{message} (the jail limits what a submission may write, its printed output "
+                   "included; this submission wrote more than that)", message=text)
+    return text
 
 
 # -- the grader's own machinery ---------------------------------------------------------------

@@ -12,7 +12,8 @@ import re
 import xml.etree.ElementTree as ET
 
 from grader.models import Grade
-from reports.view import Budget, PrintedView, build_view, fmt_points, labelled, listing, rule_day, t
+from reports.view import (MAX_SHORT, Budget, PrintedView, build_view, fmt_points, labelled, listing,
+                          rule_day, shown, t)
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -42,7 +43,7 @@ def suite(grade: Grade, lang: str = "en", budget: Budget | None = None) -> ET.El
     props = ET.SubElement(el, "properties")
     for name, value in (("score", fmt_points(grade.score)), ("max_score", fmt_points(grade.max_score)),
                         ("passed", str(grade.passed).lower()), ("student", v.student or ""),
-                        ("grader_version", v.grader_version), ("isolation", v.isolation),
+                        ("grader_version", v.grader_version), ("isolation", shown(grade.isolation, MAX_SHORT)),
                         ("language", v.lang)):
         ET.SubElement(props, "property", {"name": name, "value": xml_text(value)})
     for d in v.diagnoses:

@@ -15,7 +15,8 @@ from functools import cache
 from grader.limits import MESSAGE_BYTES as MAX_MESSAGE, REPORT_BYTES as MAX_REPORT, REPORT_CHROME_BYTES
 from grader.locale import DEFAULT_LANG, join, normalize_lang, number, render, translate
 from grader.models import CheckResult, Grade, TrainingCurve, clean_text
-from reports.labels import HIDDEN_EVIDENCE, error_label, evidence_label, rule_label, symptom_label
+from reports.labels import (HIDDEN_EVIDENCE, error_label, evidence_label, isolation_label, rule_label,
+                            symptom_label)
 
 LEARNER_BUDGET = MAX_REPORT - REPORT_CHROME_BYTES   # what learner-influenced text may use
 MAX_PRINTED = MAX_MESSAGE        # printed output a report shows (start and end together)
@@ -407,7 +408,7 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
         diagnoses=diagnoses, curves=curves,
         symptoms=[(name(s), name(symptom_label(s, lang))) for s in grade.symptoms],
         warnings=warnings, output=printed_view(grade.output, budget),
-        isolation=name(grade.isolation), grader_version=name(grade.grader_version),
+        isolation=name(isolation_label(grade.isolation, lang)), grader_version=name(grade.grader_version),
         duration_s=grade.duration_s)
 
 
