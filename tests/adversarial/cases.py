@@ -179,7 +179,7 @@ for _root, _dirs, _files in _os.walk("/", onerror=lambda e: None):
             _data = open(_p, "rb").read(1 << 16)
         except OSError:
             continue
-        if b"ADV-CANARY-" in _data or (b"@check" in _data and b"def test_" in _data) or b"hidden" in _p.encode():
+        if b"ADV-CANARY-" in _data or (b"@check(" in _data and b"def test_" in _data) or b"hidden" in _p.encode():
             _loot.append(_p + ": " + _data[:2000].decode("utf-8", "replace"))
     if _seen > 40000 or _time.monotonic() - _t0 > 1:
         break
