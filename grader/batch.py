@@ -431,14 +431,14 @@ def safe_name(key: str) -> str:
 
 def write_outputs(out: Path, gradebook, exercise: Exercise, tally: Tally | None, lang: str) -> list[str]:
     """The class report and CSV (reports.class_report), one JSON grade per learner, a summary."""
+    from reports import render
     out.mkdir(parents=True, exist_ok=True)
     current = gradebook.current_grades(exercise.id)
     grades = [c.grade for c in current]
     folder = out / "grades"
     folder.mkdir(exist_ok=True)
-    for c in current:
-        (folder / f"{safe_name(c.learner)}.json").write_text(
-            json.dumps(c.grade.model_dump(mode="json"), ensure_ascii=False, indent=2), encoding="utf-8")
+    for c in current:       # what `grader grade --format json` prints, from the stored grade
+        (folder / f"{safe_name(c.learner)}.json").write_text(render(c.grade, "json"), encoding="utf-8")
     lines = [f"wrote {len(current)} learner grades to {folder}/"]
     try:
         from reports.class_report import render_class_csv, render_class_html

@@ -34,8 +34,8 @@ def grade(exercise: Exercise | str, path: Path, *, student: str | None = None) -
         else:
             ensure_jail_sound()      # cached canary check: refuses (UsageError) if the jail leaks
             result = grade_code(exercise, submitted)
-    return result.model_copy(update={"duration_s": round(time.monotonic() - started, 3),
-                                     "student": student, "grader_version": __version__})
+    return Grade.model_validate({**result.model_dump(), "student": student, "grader_version": __version__,
+                                 "duration_s": round(time.monotonic() - started, 3)})
 
 
 def failed_grade(exercise: Exercise, kind: str, message: str, checks=(), isolation="none") -> Grade:
@@ -43,20 +43,20 @@ def failed_grade(exercise: Exercise, kind: str, message: str, checks=(), isolati
 
 
 def assemble(exercise: Exercise, checks: list[CheckResult], diagnosis: list[Diagnosis],
-             error: GradeError | None, isolation: str, output: str = "") -> Grade:
+             error: GradeError | None, isolation: str, output: str = "", warnings=()) -> Grade:
     symptoms: list[str] = []
     for c in checks:
         symptoms += [s for s in c.symptoms if s not in symptoms]
     score = round(sum(c.points for c in checks), 6)
     return Grade(exercise=exercise.id, passed=error is None and bool(checks) and all(c.passed for c in checks),
                  score=score, max_score=float(exercise.points), checks=checks, symptoms=symptoms,
-                 diagnosis=diagnosis, error=error, isolation=isolation, output=output)
+                 diagnosis=diagnosis, error=error, isolation=isolation, output=output,
+                 warnings=list(warnings))
 
 
 def grade_quiz(exercise: Exercise, submitted: SubmittedFiles, student: str | None) -> Grade:
     checks, warnings = grade_answers(exercise, submitted.toml[exercise.files[0]], student)
-    return assemble(exercise, checks, [], None, isolation="none (answers are data)").model_copy(
-        update={"warnings": warnings})
+    return assemble(exercise, checks, [], None, isolation="none (answers are data)", warnings=warnings)
 
 
 def jail_limits(exercise: Exercise) -> JailLimits:

@@ -43,7 +43,7 @@ def render_json(grade: Grade) -> str:
     for limit in (16 * 1024, 4096, 1024, 256, 64):
         if len(text.encode("utf-8")) <= MAX_REPORT:
             break
-        data["output"] = cap_bytes(data.get("output") or "", limit)
+        data["output"] = cap_strings(data.get("output") or {}, limit)
         data = cap_strings(data, limit * 4) if limit < 16 * 1024 else data
         text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False, default=str) + "\n"
     return text

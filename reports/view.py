@@ -250,7 +250,9 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
 
     curves = [curve_view(c, titles[c.id]) for c in grade.checks if c.curve is not None]
     error = grade.error
-    warnings = [budget.take(message_text(w, None, {}, lang), 4096) for w in grade.warnings]
+    warnings = [budget.take(message_text(w.message, w.message_id, w.message_params, lang), 4096)
+                for w in grade.warnings]
+    printed = grade.output.start + (f"\n{CUT}\n" if grade.output.cut_bytes else "") + grade.output.end
     return ReportView(
         lang=lang, exercise=grade.exercise, exercise_title=exercise_title(grade.exercise, lang),
         student=no_controls(grade.student) if grade.student else None, passed=grade.passed,
@@ -262,5 +264,5 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
                                                 lang)) if error else None,
         groups=list(groups.values()), diagnoses=diagnoses, curves=curves,
         symptoms=[(s, symptom_label(s, lang)) for s in grade.symptoms],
-        warnings=warnings, output=budget.take(grade.output, 64 * 1024) if grade.output else "",
+        warnings=warnings, output=budget.take(printed, 64 * 1024) if printed else "",
         isolation=grade.isolation, grader_version=grade.grader_version, duration_s=grade.duration_s)

@@ -119,7 +119,7 @@ def test_learner_output_cannot_forge_the_report(tmp_path):
     (sub / "attention.py").write_text(text)
     code, grade = grade_json("day45-attention", sub)
     assert grade["score"] == grade["max_score"] == 34 and code == 0
-    assert "999" in grade["output"]      # what it printed is kept as output, nothing more
+    assert "999" in grade["output"]["start"]     # what it printed is kept as output, nothing more
 
 
 def test_submission_folder_is_never_written(tmp_path):

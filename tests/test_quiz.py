@@ -40,7 +40,7 @@ def test_starter_lists_every_question_and_scores_zero(quiz, tmp_path):
         assert re.search(rf"^{item.id} = \"\"$", text, re.M), item.id
     code, grade = grade_json(quiz, tmp_path / "s")
     assert code == 1 and grade["score"] == 0
-    assert any("no answer given" in w for w in grade["warnings"])
+    assert any("no answer given" in w["message"] for w in grade["warnings"])
 
 
 ALTERNATIVE_FORMS = {   # SPEC answers written the ways learners write them
@@ -140,8 +140,8 @@ def test_malformed_answers_exit_2_with_file_line_and_column(tmp_path):
 def test_unknown_ids_warn_and_missing_answers_are_listed(tmp_path):
     code, grade = grade_in_process("day45-quiz", write_answers(tmp_path, {"d4_h2_d_k": "2", "no_such_question": "1"}))
     assert code == 1
-    assert any("no_such_question" in w for w in grade["warnings"])
-    assert any("mc_d_k" in w for w in grade["warnings"] if w.startswith("no answer"))
+    assert any("no_such_question" in w["message"] for w in grade["warnings"])
+    assert any("mc_d_k" in w["message"] for w in grade["warnings"] if w["message"].startswith("no answer"))
     assert next(c for c in grade["checks"] if c["id"] == "d4_h2_d_k")["passed"]
 
 

@@ -86,6 +86,54 @@ def test_a_gradebook_upgrades_in_place_and_keeps_its_data(db):
         assert Gradebook(db).backend == gb.backend  # a second open finds it at head: no-op
 
 
+def test_a_grade_stored_before_whole_grades_reads_back_with_what_it_had(db):
+    engine = make_engine(db)
+    migrate.upgrade(engine, "0001")
+    now = datetime(2025, 1, 1)
+    with engine.begin() as conn:
+        def insert_row(sql, **values):
+            return conn.execute(text(sql + " RETURNING id"), values).scalar()
+        lid = insert_row("INSERT INTO learners (key, created_at) VALUES ('old', :t)", t=now)
+        vid = insert_row("INSERT INTO exercises (name, version, title, points, created_at) "
+                         "VALUES ('day49-data', :v, '', 9, :t)", v="e" * 64, t=now)
+        sid = insert_row("INSERT INTO submissions (learner_id, exercise, digest, layout, origin, late, "
+                         "first_seen_at, last_seen_at) VALUES (:l, 'day49-data', :d, 'folder', 'old/', "
+                         ":f, :t, :t)", l=lid, d="d" * 64, f=False, t=now)
+        rid = insert_row(
+            "INSERT INTO grade_runs (submission_id, exercise_id, attempt, status, passed, score, max_score, "
+            "error_kind, error_message, symptoms, warnings, output, isolation, grader_version, worker, "
+            "duration_s, recorded_at) VALUES (:s, :e, 1, 'graded', :p, 2, 9, 'timeout', 'too slow', "
+            "'[\"timeout\"]', '[\"a warning\"]', 'printed', 'bubblewrap', '0.1.0', 'w', 1.5, :t)",
+            s=sid, e=vid, p=False, t=now)
+        conn.execute(text(
+            "INSERT INTO check_results (run_id, position, check_id, passed, points, max_points, rule, day, "
+            "title, message, symptoms, evidence) VALUES (:r, 0, 'make-xy', :p, 0, 2, 'target-shift', 49, "
+            "'make_xy', 'y is x', '[\"loss-collapse\"]', '{\"loss\": {\"$float\": \"nan\"}}')"),
+            {"r": rid, "p": False})
+        conn.execute(text("INSERT INTO diagnoses (run_id, position, rule, day, mutant, check_id, message) "
+                          "VALUES (:r, 0, 'target-shift', 49, 'unshifted-targets', 'make-xy', 'unshifted')"),
+                     {"r": rid})
+    engine.dispose()
+    with Gradebook(db) as gb:
+        [current] = gb.current_grades("day49-data")
+    g = current.grade
+    assert (g.score, g.max_score, g.passed, g.student, g.isolation) == (2, 9, False, "old", "bubblewrap")
+    assert g.error.kind == "timeout" and g.error.message == "too slow" and g.symptoms == ["timeout"]
+    assert [w.message for w in g.warnings] == ["a warning"] and g.output.start == "printed"
+    [check] = g.checks
+    assert (check.id, check.title, check.message, check.symptoms) == ("make-xy", "make_xy", "y is x",
+                                                                      ["loss-collapse"])
+    assert math.isnan(check.evidence["loss"])
+    assert [(d.mutant, d.message, d.check) for d in g.diagnosis] == [("unshifted-targets", "unshifted",
+                                                                      "make-xy")]
+    engine = make_engine(db)                        # and back: the old columns are filled again
+    migrate.downgrade(engine, "0001")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT error_message, output FROM grade_runs")).one() == ("too slow", "printed")
+        assert conn.execute(text("SELECT message FROM check_results")).scalar() == "y is x"
+    engine.dispose()
+
+
 def test_a_gradebook_from_a_newer_grader_is_refused(db):
     Gradebook(db).close()
     engine = make_engine(db)
@@ -125,8 +173,8 @@ def test_a_grade_round_trips_exactly_even_with_nan_nul_and_chinese(book):
     assert run is not None
     [current] = book.current_grades("day45-attention")
     back = current.grade
-    assert back.model_dump(exclude={"checks", "output"}) == g.model_dump(exclude={"checks", "output"})
-    assert back.output == "hello\ufffdworld"           # NUL cannot be stored in PostgreSQL text
+    assert back.model_dump(exclude={"checks"}) == g.model_dump(exclude={"checks"})
+    assert back.output.start == "hello\ufffdworld"     # NUL cannot be stored in PostgreSQL text
     assert back.checks[1].message == "row 0 is NaN:\ufffd — 第 0 列是 NaN"
     ev, ev0 = back.checks[1].evidence, g.checks[1].evidence
     assert ev.keys() == ev0.keys() and all(same_nan(ev[k], ev0[k]) for k in ev)
@@ -171,7 +219,7 @@ def test_the_unique_constraint_stops_a_second_writer_of_the_same_attempt(book):
     [sid] = book.add_submissions("day45-attention", [incoming()])
     book.record(sid, vid, Outcome(status="graded", grade=sample_grade()))
     row = dict(submission_id=sid, exercise_id=vid, attempt=1, status="graded", passed=False, score=1.0,
-               max_score=10.0, symptoms=[], warnings=[], output="", isolation="", grader_version="",
+               max_score=10.0, grade={}, isolation="", grader_version="",
                worker="", duration_s=0.0, recorded_at=datetime.now(timezone.utc))
     with book.engine.connect() as conn, pytest.raises(IntegrityError):
         conn.execute(insert(GradeRun).values(**row))

@@ -12,69 +12,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy import create_engine, event, func, select
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
-from grader.models import CheckResult, Diagnosis, Grade, GradeError
+from grader.models import Grade
 from grader.store import migrate
+from grader.store.engine import StoreError, make_engine, normalize_url, redact, sqlite_path
 from grader.store.schema import (FINAL_STATUSES, Batch, CheckRow, DiagnosisRow, ExerciseVersion,
                                  GradeRun, Learner, Submission, SubmissionFile, utcnow)
-
-BUSY_TIMEOUT_MS = 30_000
-
-
-class StoreError(RuntimeError):
-    """The gradebook cannot be opened or used (bad URL, missing driver, unknown schema)."""
-
-
-def normalize_url(db: str) -> str:
-    """A SQLAlchemy URL from what a user typed: a URL, or the path of a SQLite file."""
-    db = str(db).strip()
-    if "://" not in db:
-        return "sqlite:///" + str(Path(db).expanduser().resolve())
-    if db.startswith("postgres://"):
-        db = "postgresql://" + db[len("postgres://"):]
-    if db.startswith("postgresql://"):
-        db = "postgresql+psycopg://" + db[len("postgresql://"):]
-    return db
-
-
-def redact(url: str) -> str:
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<gradebook>"
-
-
-def make_engine(db: str) -> Engine:
-    url = normalize_url(db)
-    try:
-        parsed = make_url(url)
-    except Exception as exc:
-        raise StoreError(f"--db: {db!r} is not a database URL or file path: {exc}") from None
-    if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            folder = Path(parsed.database).parent
-            if not folder.is_dir():
-                raise StoreError(f"--db: folder {folder} does not exist")
-        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
-
-        @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection, _record):
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")      # readers never block the writer
-            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA synchronous=NORMAL")     # WAL: durable across a killed process
-            cursor.close()
-        return engine
-    try:
-        return create_engine(url, pool_pre_ping=True)
-    except ImportError as exc:
-        raise StoreError(f"--db: no driver for {parsed.get_backend_name()}: {exc}") from None
-
 
 # -- what goes in -------------------------------------------------------------------------------
 
@@ -144,8 +91,14 @@ class CurrentGrade:
 # -- the gradebook --------------------------------------------------------------------------------
 
 class Gradebook:
-    def __init__(self, db: str):
+    def __init__(self, db: str, *, create: bool = True):
+        """Open (and upgrade) the gradebook `db`; with create=False a SQLite file that does not
+        exist is a StoreError instead of a new, empty gradebook (read-only commands)."""
         self.url = normalize_url(db)
+        if not create:
+            path = sqlite_path(self.url)
+            if path is not None and not Path(path).is_file():
+                raise StoreError(f"gradebook {db} does not exist")
         self.engine = make_engine(db)
         try:
             migrate.upgrade(self.engine)
@@ -289,18 +242,15 @@ class Gradebook:
                 submission_id=submission_id, exercise_id=version_id,
                 attempt=max((a for a, _ in runs), default=0) + 1, batch_id=batch_id,
                 status=outcome.status, passed=g.passed, score=g.score, max_score=g.max_score,
-                error_kind=g.error.kind if g.error else None,
-                error_message=g.error.message if g.error else None,
-                symptoms=list(g.symptoms), warnings=list(g.warnings), output=g.output,
+                error_kind=g.error.kind if g.error else None, grade=g.model_dump(),
                 isolation=g.isolation, grader_version=g.grader_version, worker=outcome.worker,
                 duration_s=g.duration_s, started_at=outcome.started_at,
                 finished_at=outcome.finished_at or utcnow(),
                 checks=[CheckRow(position=i, check_id=c.id, passed=c.passed, points=c.points,
-                                 max_points=c.max_points, rule=c.rule, day=c.day, title=c.title,
-                                 message=c.message, symptoms=list(c.symptoms), evidence=dict(c.evidence))
+                                 max_points=c.max_points, rule=c.rule, day=c.day)
                         for i, c in enumerate(g.checks)],
                 diagnoses=[DiagnosisRow(position=i, rule=d.rule, day=d.day, mutant=d.mutant,
-                                        check_id=d.check, message=d.message)
+                                        check_id=d.check)
                            for i, d in enumerate(g.diagnosis)])
             s.add(run)
             try:
@@ -311,26 +261,16 @@ class Gradebook:
             return run.id
 
     @staticmethod
-    def to_grade(run: GradeRun, exercise: str, student: str | None) -> Grade:
-        error = GradeError(kind=run.error_kind, message=run.error_message or "") if run.error_kind else None
-        return Grade(
-            exercise=exercise, passed=run.passed, score=run.score, max_score=run.max_score,
-            checks=[CheckResult(id=c.check_id, passed=c.passed, points=c.points, max_points=c.max_points,
-                                rule=c.rule, day=c.day, title=c.title, message=c.message,
-                                symptoms=list(c.symptoms or []), evidence=dict(c.evidence or {}))
-                    for c in run.checks],
-            symptoms=list(run.symptoms or []),
-            diagnosis=[Diagnosis(rule=d.rule, day=d.day, mutant=d.mutant, message=d.message, check=d.check_id)
-                       for d in run.diagnoses],
-            error=error, isolation=run.isolation, warnings=list(run.warnings or []), output=run.output,
-            duration_s=run.duration_s, grader_version=run.grader_version, student=student)
+    def to_grade(run: GradeRun) -> Grade:
+        """The Grade as it was recorded (revision 0002 made documents of older grades)."""
+        return Grade.model_validate(run.grade)
 
     def _run_query(self):
         return (select(GradeRun, Submission, Learner, ExerciseVersion)
                 .join(Submission, GradeRun.submission_id == Submission.id)
                 .join(Learner, Submission.learner_id == Learner.id)
                 .join(ExerciseVersion, GradeRun.exercise_id == ExerciseVersion.id)
-                .options(selectinload(GradeRun.checks), selectinload(GradeRun.diagnoses)))
+                )
 
     def current_grades(self, exercise: str | None = None, learner: str | None = None) -> list[CurrentGrade]:
         """Per learner and exercise: the latest final grade of the learner's current submission."""
@@ -355,7 +295,7 @@ class Gradebook:
                 out.append(CurrentGrade(
                     learner=l.key, name=l.name, email=l.email, exercise=sub.exercise, version=ver.version,
                     submission_id=sub.id, digest=sub.digest, origin=sub.origin, late=sub.late,
-                    run_id=run.id, status=run.status, grade=self.to_grade(run, sub.exercise, l.key),
+                    run_id=run.id, status=run.status, grade=self.to_grade(run),
                     graded_at=run.finished_at, worker=run.worker))
             return sorted(out, key=lambda c: (c.exercise, c.learner))
 
@@ -392,7 +332,8 @@ class Gradebook:
                 "files": {f.name: f.size for f in sub.files},
                 "runs": [{"id": r.id, "version": r.exercise.version, "attempt": r.attempt, "status": r.status,
                           "score": r.score, "max_score": r.max_score, "passed": r.passed,
-                          "error_kind": r.error_kind, "error_message": r.error_message,
+                          "error_kind": r.error_kind,
+                          "error_message": ((r.grade or {}).get("error") or {}).get("message"),
                           "finished_at": r.finished_at, "grader_version": r.grader_version,
                           "isolation": r.isolation, "worker": r.worker, "duration_s": r.duration_s}
                          for r in sub.runs]} for sub in subs]}

@@ -15,6 +15,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
+from grader.store.engine import make_engine
+
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 
@@ -63,7 +65,6 @@ def downgrade(engine: Engine, revision: str) -> None:
 
 
 def main(argv=None) -> None:
-    from grader.store.gradebook import make_engine
     parser = argparse.ArgumentParser(prog="python -m grader.store", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=["upgrade", "current", "revision"])

@@ -3,7 +3,7 @@
 learners ──< submissions ──< submission_files
                   │
                   └──< grade_runs >── exercises (one row per exercise *version*)
-                          │  ├──< check_results
+                          │  ├──< check_results   (copies, for queries: rule counts, pass rates)
                           │  └──< diagnoses
                           └── batches
 
@@ -27,19 +27,10 @@ from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integ
                         MetaData, String, Text, TypeDecorator, UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from grader.models import clean_text
+
 FINAL_STATUSES = ("graded", "unreadable")
 STATUSES = (*FINAL_STATUSES, "error")
-
-
-def clean_text(value: str) -> str:
-    """Text PostgreSQL and SQLite both store unchanged: no NUL, no lone surrogates."""
-    if "\x00" in value:
-        value = value.replace("\x00", "\ufffd")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        value = value.encode("utf-8", "replace").decode("utf-8")
-    return value
 
 
 class CleanText(TypeDecorator):
@@ -223,10 +214,9 @@ class GradeRun(Base):
     score: Mapped[float] = mapped_column(Float, default=0.0)
     max_score: Mapped[float] = mapped_column(Float, default=0.0)
     error_kind: Mapped[str | None] = mapped_column(String(40))
-    error_message: Mapped[str | None] = mapped_column(CleanText)
-    symptoms: Mapped[list] = mapped_column(SafeJSON, default=list)
-    warnings: Mapped[list] = mapped_column(SafeJSON, default=list)
-    output: Mapped[str] = mapped_column(CleanText, default="")
+    # the Grade itself, whole (grader.models.Grade, dumped): what every report and export reads.
+    # The columns beside it and the check and diagnosis rows are copies for queries only.
+    grade: Mapped[dict | None] = mapped_column(SafeJSON)
     isolation: Mapped[str] = mapped_column(CleanString(100), default="")
     grader_version: Mapped[str] = mapped_column(String(40), default="")
     worker: Mapped[str] = mapped_column(CleanString(300), default="")   # host:pid that graded it
@@ -260,10 +250,6 @@ class CheckRow(Base):
     max_points: Mapped[float] = mapped_column(Float)
     rule: Mapped[str] = mapped_column(String(40))
     day: Mapped[int] = mapped_column(Integer)
-    title: Mapped[str] = mapped_column(CleanText, default="")
-    message: Mapped[str] = mapped_column(CleanText, default="")
-    symptoms: Mapped[list] = mapped_column(SafeJSON, default=list)
-    evidence: Mapped[dict] = mapped_column(SafeJSON, default=dict)
 
     run: Mapped[GradeRun] = relationship(back_populates="checks")
 
@@ -279,6 +265,5 @@ class DiagnosisRow(Base):
     day: Mapped[int] = mapped_column(Integer)
     mutant: Mapped[str | None] = mapped_column(CleanString(100))
     check_id: Mapped[str | None] = mapped_column(CleanString(200))
-    message: Mapped[str] = mapped_column(CleanText, default="")
 
     run: Mapped[GradeRun] = relationship(back_populates="diagnoses")

@@ -1,0 +1,146 @@
+"""The gradebook is lossless: a grade read back equals the grade that was recorded, field for field.
+
+Over real grades (every exercise's solution, starter, alternatives and mutants, graded for real;
+the adversarial corpus does the same for each attack in test_jail_adversarial.py) and over
+grades full of hostile text (hypothesis), into SQLite and into a real PostgreSQL.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grader.exercises import all_exercises, exercise_dir
+from grader.grading import grade
+from grader.locale import msg
+from grader.models import RULES, SYMPTOMS, CheckResult, Diagnosis, Grade, GradeError, Note, Printed, TrainingCurve
+from grader.mutants import cases, verify
+from grader.quiz import starter_text
+from grader.store import Gradebook, Incoming, Outcome
+
+
+def same(a, b) -> bool:
+    """Equal, where NaN equals NaN (a NaN loss is evidence, and NaN != NaN)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def differences(a: Grade, b: Grade) -> list[str]:
+    da, db = a.model_dump(), b.model_dump()
+    return [k for k in da if not same(da[k], db[k])]
+
+
+class Recorder:
+    """One gradebook; each grade is stored for a learner of its own and read back."""
+
+    def __init__(self, db: str):
+        self.book = Gradebook(db)
+        self.n = 0
+
+    def round_trip(self, g: Grade) -> Grade:
+        self.n += 1
+        learner = f"learner-{self.n}"
+        version = self.book.exercise_version(g.exercise, f"{self.n:064d}", g.max_score)
+        [sid] = self.book.add_submissions(g.exercise, [Incoming(learner=learner, files={"f": b"%d" % self.n})])
+        assert self.book.record(sid, version, Outcome(status="graded", grade=g)) is not None
+        [current] = self.book.current_grades(g.exercise, learner)
+        return current.grade
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def recorder(request, tmp_path_factory):
+    if request.param == "sqlite":
+        db = str(tmp_path_factory.mktemp("lossless") / "gradebook.db")
+    else:
+        db = request.getfixturevalue("postgres").create_database()
+    rec = Recorder(db)
+    yield rec
+    rec.book.close()
+
+
+@pytest.fixture(scope="module")
+def real_grades(tmp_path_factory) -> list[tuple[str, Grade]]:
+    """Every case `grader mutants verify` grades, and each quiz's key and starter."""
+    out = [(f"{v.case.kind} {v.case.exercise} {v.case.name}", v.grade) for v in verify(cases(), workers=2)]
+    for ex in all_exercises():
+        if ex.kind != "quiz":
+            continue
+        starter = tmp_path_factory.mktemp(f"{ex.id}-starter")
+        (starter / ex.files[0]).write_text(starter_text(ex, "learner-7"), encoding="utf-8")
+        out.append((f"key {ex.id}", grade(ex, exercise_dir(ex.id) / "solution", student="learner-7")))
+        out.append((f"starter {ex.id}", grade(ex, starter, student="learner-7")))
+    return out
+
+
+def test_the_real_grades_are_varied_enough_to_prove_something(real_grades):
+    grades = [g for _, g in real_grades]
+    assert len(grades) >= 50
+    assert any(c.curve is not None for g in grades for c in g.checks)           # training curves
+    assert any(c.message_id for g in grades for c in g.checks)                  # translatable
+    assert any(c.title_i18n for g in grades for c in g.checks)                  # quiz questions
+    assert any(d.message_id for g in grades for d in g.diagnosis)               # named mutants
+    assert any(g.warnings for g in grades) and any(g.output for g in grades)
+
+
+def test_every_real_grade_reads_back_equal(recorder, real_grades):
+    for name, g in real_grades:
+        back = recorder.round_trip(g)
+        assert differences(back, g) == [], f"{name}: {differences(back, g)}"
+
+
+# -- hostile text in every field --------------------------------------------------------------------
+
+# every code point, lone surrogates and NUL included: what a learner's exception may carry
+any_text = st.text(st.characters(codec=None, categories=None), max_size=40)
+numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-2**53, 2**53))
+params = st.dictionaries(st.sampled_from(["type", "message", "where", "got"]), any_text, max_size=3)
+
+
+@st.composite
+def hostile_grades(draw) -> Grade:
+    def said(**kw):
+        template = draw(st.sampled_from(["your code raised {type}: {message}",
+                                         "your code raised {type} at {where}: {message}", None]))
+        message = msg(template, **draw(params)) if template else draw(any_text)
+        return dict(message=message, **kw)
+
+    checks = [CheckResult(id=draw(any_text), passed=draw(st.booleans()), points=0.0, max_points=1.0,
+                          rule=draw(st.sampled_from(RULES)), day=draw(st.integers(1, 90)), title=draw(any_text),
+                          symptoms=draw(st.lists(st.sampled_from(SYMPTOMS), max_size=2)),
+                          evidence=draw(st.dictionaries(any_text, st.one_of(numbers, any_text), max_size=3)),
+                          title_i18n={"zh-TW": draw(any_text)},
+                          curve=draw(st.one_of(st.none(), st.builds(
+                              TrainingCurve, losses=st.lists(st.one_of(st.none(), st.floats(0, 20)), max_size=5),
+                              ln_v=st.floats(0, 20), floor=st.floats(0, 20)))),
+                          **said())
+              for _ in range(draw(st.integers(0, 3)))]
+    return Grade(exercise="day45-attention", passed=False, score=0.0, max_score=34.0, checks=checks,
+                 diagnosis=[Diagnosis(rule="causal-mask", day=44, mutant=draw(any_text), **said())],
+                 error=draw(st.one_of(st.none(), st.just(GradeError(kind="crash", **said())))),
+                 warnings=[Note(**said())], output=Printed(start=draw(any_text), end=draw(any_text), cut_bytes=3),
+                 isolation=draw(any_text), student=draw(any_text))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(g=hostile_grades())
+def test_hostile_text_reads_back_equal(recorder, g):
+    back = recorder.round_trip(g)
+    assert differences(back, g) == []
+
+
+def test_a_lone_surrogate_and_nul_are_cleaned_when_the_grade_is_made():
+    g = Grade(exercise="x", passed=False, score=0, max_score=1, output="a\ud800b\x00",
+              error=GradeError(kind="crash", message=msg("your code raised {type}: {message}",
+                                                         type="ValueError", message="\udfff")))
+    assert g.output.start == "a\ufffdb\ufffd"
+    assert g.error.message == "your code raised ValueError: \ufffd"
+    assert g.error.message_params == {"type": "ValueError", "message": "\ufffd"}
+    g.model_dump_json()                  # encodable: no lone surrogate is left anywhere
