@@ -13,8 +13,7 @@ from pathlib import Path
 
 import click
 
-from grader.cli.common import (EXIT_FAIL, EXIT_PASS, db_option, get_exercise, lang_option, refuse_missing,
-                               usage_error)
+from grader.cli.common import EXIT_FAIL, EXIT_PASS, db_option, get_exercise, lang_option, usage_error
 
 
 def executor_options(f):
@@ -74,7 +73,6 @@ def regrade(exercise, db, workers, scheduler, progress, force):
     The gradebook must exist: a missing SQLite file is an error (exit 2), and none is created."""
     from grader.batch import regrade as run_regrade
     ex = get_exercise(exercise)
-    refuse_missing(db)
     tally, changes = _run(run_regrade, ex.id, db, workers=workers, scheduler=scheduler, force=force,
                           progress=progress, echo=click.echo)
     if not changes:

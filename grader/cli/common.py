@@ -67,23 +67,7 @@ def open_gradebook(db: str, *, create: bool = False):
     """The gradebook at `db`; a bad one is a usage error. Without `create`, a SQLite file that does
     not exist is one too, and nothing is created (no file, no -wal or -shm)."""
     from grader.store import Gradebook, StoreError
-    if not create:
-        refuse_missing(db)
     try:
-        return Gradebook(db)
+        return Gradebook(db, create=create)
     except StoreError as exc:
         usage_error(str(exc))
-
-
-def refuse_missing(db: str) -> None:
-    """A usage error if `db` names a SQLite file that does not exist.
-    TODO: Gradebook(db, create=False) does this in the store once main has it."""
-    from sqlalchemy.engine import make_url
-    from grader.store import normalize_url
-    try:
-        url = make_url(normalize_url(db))
-    except Exception:
-        return                      # the store says what is wrong with it
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
-            and not Path(url.database).exists():
-        usage_error(f"gradebook {db} does not exist")
