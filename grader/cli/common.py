@@ -11,9 +11,11 @@ from typing import NoReturn
 
 import click
 
+from grader.errors import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 from grader.locale import LANGS, lang_from_env
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+__all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "db_option", "get_exercise", "lang_option",
+           "open_gradebook", "usage_error", "write_out"]
 
 
 def usage_error(message: str) -> NoReturn:
