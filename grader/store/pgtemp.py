@@ -91,8 +91,8 @@ class TempPostgres:
                    f"-p {PORT}", "-c max_connections=60", "-c shared_buffers=32MB"]
         if not self.durable:     # a throwaway cluster: no need to survive a power cut
             options += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
-        start = subprocess.run(self._cmd("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                                         "-o", " ".join(options), "start"),
+        start = subprocess.run(self._cmd("pg_ctl", "-D", str(self.data), "-l", str(self.log),
+                                         "-w", "-t", "60", "-o", " ".join(options), "start"),
                                capture_output=True, text=True, env=env, cwd=self.root)
         if start.returncode != 0:
             log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
