@@ -159,7 +159,7 @@ class Zygote:
         self.isolation = "process"
         self.proc = None
         self.sock = None
-        self._errors = tempfile.TemporaryFile(prefix="grader-zygote-")
+        self._errors = tempfile.TemporaryFile(prefix="grader-zygote-")  # noqa: SIM115 - the zygote's stderr, for life
         bwrap = find_bwrap() if self.requested in ("auto", "bubblewrap") else None
         if self.requested == "bubblewrap" and bwrap is None:
             raise ZygoteError("GRADER_JAIL=bubblewrap but bwrap is not installed "
@@ -223,7 +223,7 @@ class Zygote:
         self.sock.settimeout(timeout)
         try:
             data = self.sock.recv(1 << 16)
-        except (socket.timeout, OSError) as exc:
+        except (TimeoutError, OSError) as exc:
             self._stop()
             raise ZygoteError(f"the zygote did not answer ({exc}){self._stderr()}") from None
         if not data:

@@ -437,9 +437,9 @@ def warm_up(torch, full: bool):
     `full` also builds an optimizer and trains two steps: the first optimizer imports
     torch._dynamo (about 1.7 s of CPU), which a jail running the training probe would otherwise
     pay again; a one-off `grader grade` of an exercise without training skips it."""
-    import wire
     import torch.nn as nn
     import torch.nn.functional as F
+    import wire
     torch.manual_seed(0)
     for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
         x = torch.randn(2, 2, 5, 8).to(dtype)
@@ -490,8 +490,9 @@ def main():
     import torch
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
-    import numpy  # noqa: F401  (warm for learners who use it)
     import encodings.idna  # noqa: F401  (sockets import it lazily; a jail's uid may not read it)
+
+    import numpy  # noqa: F401  (warm for learners who use it)
     import wire  # noqa: F401
     import worker  # noqa: F401
     t1 = time.monotonic()
