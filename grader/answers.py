@@ -63,7 +63,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -205,8 +205,9 @@ def _notation_of_literal(literal: str) -> Notation:
     return "decimal" if "." in literal else "integer"
 
 
-def _exact_decimal(literal: str) -> Fraction:
-    """An ASCII decimal literal (underscores allowed) as an exact Fraction, within limits."""
+def _exact_decimal(literal: str) -> Fraction | float:
+    """An ASCII decimal literal (underscores allowed) as an exact Fraction, within limits (a float when
+    it is too long to compute with exactly, as _checked makes it)."""
     literal = literal.replace("_", "")
     _, _, exponent = literal.lower().partition("e")
     if exponent and abs(int(exponent)) > MAX_DECIMAL_EXPONENT:
@@ -440,7 +441,7 @@ def _read_text(raw: str) -> Number | tuple[list, str]:
         _refuse_separators(raw.strip())
     node = _parse_expression(text)
     if isinstance(node, ast.List):
-        return (_list_nodes(node), text)
+        return ([_list_nodes(n) for n in node.elts], text)
     number = _number_from_node(node, text)
     return Number(number.value, raw.strip(), number.notation)
 
@@ -490,7 +491,7 @@ def _where(path: Sequence[int], ndim: int) -> Message:
     return msg("element [{path}]", path=", ".join(str(i + 1) for i in path))
 
 
-def _build_array(items: list, read_leaf: Callable[[object], Number]) -> NumberArray:
+def _build_array(items: list, read_leaf: Callable[[Any], Number]) -> NumberArray:
     """Nested lists to a rectangular NumberArray; read_leaf reads each non-list element."""
 
     def build(node: list, path: tuple[int, ...]) -> tuple[tuple[Number, ...], tuple[int, ...]]:
@@ -663,12 +664,14 @@ class RealQuestion(_QuestionBase):
             return Fraction(repr(self.tol)) * abs(key)
         if key == 0:
             return Fraction(0)
+        assert self.sigfigs is not None  # _tolerance_given: tol_kind "sigfigs" comes with sigfigs
         return Fraction(1, 2) * Fraction(10) ** (_decimal_exponent(abs(key)) - self.sigfigs + 1)
 
     def describe_tolerance(self) -> str:
         if self.tol_kind == "abs":
             return msg("within ±{tol:g} of the answer", tol=self.tol)
         if self.tol_kind == "rel":
+            assert self.tol is not None  # _tolerance_given: tol_kind "abs" and "rel" come with tol
             return msg("within {percent:g}% of the answer", percent=self.tol * 100)
         return msg("equal to the answer to {n} significant figures", n=self.sigfigs)
 
@@ -849,15 +852,15 @@ def _verdict(question: IntegerQuestion | RealQuestion, key: Number, got: Number)
         if got.is_integer and _looks_rounded(got):
             return "not-exact"
         return "wrong" if got.is_integer else "not-whole"
-    error = abs(got.value - key.value)
-    if isinstance(error, float):  # inexact somewhere: compare as floats, one rounding each side
-        return "ok" if error <= float(question.allowed_error(key.value)) else "out-of-tolerance"
-    return "ok" if error <= question.allowed_error(key.value) else "out-of-tolerance"
+    difference = got.value - key.value
+    if isinstance(difference, float):  # inexact somewhere: compare as floats, one rounding each side
+        return "ok" if abs(difference) <= float(question.allowed_error(key.value)) else "out-of-tolerance"
+    return "ok" if abs(difference) <= question.allowed_error(key.value) else "out-of-tolerance"
 
 
 def _looks_rounded(number: Number) -> bool:
     """4.19e6, 4190000.0 (a TOML float that was 4.19e6), exp(ln(64)): not written exactly."""
-    if number.notation == "scientific" or not number.is_exact:
+    if number.notation == "scientific" or not isinstance(number.value, Fraction):  # not is_exact
         return True
     return number.notation == "decimal" and abs(number.value) >= 1000 and number.value % 1000 == 0
 
@@ -903,6 +906,7 @@ def _check_numbers(question: IntegerQuestion | RealQuestion, raw: object) -> Ans
             message = msg("Expected {expected}, got {got}.", **shapes)
         return _result(question, False, "wrong-shape", message, form_error=True)
     if isinstance(got, Number):
+        assert isinstance(key, Number)  # the same shape, (): a list is never shape ()
         verdict = _verdict(question, key, got)
         if verdict == "ok":
             return _result(question, True, "correct", msg("Correct."))
@@ -910,6 +914,7 @@ def _check_numbers(question: IntegerQuestion | RealQuestion, raw: object) -> Ans
         return _result(question, False, verdict, hint=True,
                        message=Message(_SCALAR_TEXT[verdict], {"shown": _shown(got),
                                                                "tolerance": tolerance}))
+    assert isinstance(key, NumberArray)  # the same shape as got's, a list's
     return _check_elements(question, key, got)
 
 
@@ -945,7 +950,7 @@ def _check_elements(question: IntegerQuestion | RealQuestion, key: NumberArray,
 
 
 def _order_notes(question, key: NumberArray, got: NumberArray, wrong: list[int],
-                 positions: list[tuple[int, ...]]) -> list[str]:
+                 positions: list[tuple[int, ...]]) -> list[Message]:
     """Point out swapped pairs and a transposed matrix: right values in the wrong places."""
     def ok(i: int, j: int) -> bool:  # learner's element i against key element j
         return _verdict(question, key.values[j], got.values[i]) == "ok"

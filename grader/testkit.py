@@ -7,6 +7,7 @@ back from the jail; they never import learner code.
 from __future__ import annotations
 
 import math
+from typing import NoReturn
 
 import numpy as np
 import pytest
@@ -36,7 +37,7 @@ class CheckFailure(AssertionError):
         self.evidence = dict(evidence or {})
 
 
-def fail(message: str, *, symptoms=(), diagnosis=(), **evidence):
+def fail(message: str, *, symptoms=(), diagnosis=(), **evidence) -> NoReturn:
     raise CheckFailure(message, symptoms=symptoms, diagnosis=diagnosis, evidence=evidence)
 
 
