@@ -147,7 +147,9 @@ class Gradebook:
                 s.commit()
             except IntegrityError:              # another writer made it first
                 s.rollback()
-                return s.scalar(select(ExerciseVersion.id).filter_by(name=name, version=version))
+                made = s.scalar(select(ExerciseVersion.id).filter_by(name=name, version=version))
+                assert made is not None  # committed by that other writer
+                return made
             return row.id
 
     def versions(self, name: str) -> list[ExerciseVersion]:
@@ -383,5 +385,6 @@ class Gradebook:
     def finish_batch(self, batch_id: int, *, status: str, graded: int, skipped: int, errors: int) -> None:
         with self.sessions() as s:
             b = s.get(Batch, batch_id)
+            assert b is not None  # made by start_batch
             b.status, b.graded, b.skipped, b.errors, b.finished_at = status, graded, skipped, errors, utcnow()
             s.commit()

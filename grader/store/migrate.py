@@ -34,7 +34,9 @@ def config(connection: Connection | None = None) -> Config:
 
 
 def head() -> str:
-    return ScriptDirectory.from_config(config()).get_current_head()
+    newest = ScriptDirectory.from_config(config()).get_current_head()
+    assert newest is not None  # the package ships its migrations (migrations/versions/)
+    return newest
 
 
 def current(connection: Connection) -> str | None:

@@ -48,7 +48,7 @@ STATUSES = (*FINAL_STATUSES, "error")
 
 class CleanText(TypeDecorator):
     """Text that learner output may have filled: stored the same way on every backend."""
-    impl = Text
+    impl: type[String] = Text        # Text is a String; CleanString below is the short kind
     cache_ok = True
 
     def process_bind_param(self, value, dialect):
