@@ -78,17 +78,19 @@ from pydantic import (
     model_validator,
 )
 
+from grader.limits import ANSWER_CHARS as MAX_CHARS
+from grader.limits import ANSWER_DECIMAL_EXPONENT as MAX_DECIMAL_EXPONENT
+from grader.limits import ANSWER_DIMS as MAX_DIMS
+from grader.limits import ANSWER_ELEMENTS as MAX_ELEMENTS
+from grader.limits import ANSWER_EXACT_BITS as MAX_EXACT_BITS
+from grader.limits import ANSWER_SHOWN_CHARS as _SHOWN_CHARS
 from grader.locale import N_, Message, join, msg
 
 # -- limits ------------------------------------------------------------------------------------
 
-MAX_CHARS = 200                 # a string answer, before and after normalisation
-MAX_ELEMENTS = 10_000           # a list answer, all elements together
-MAX_DIMS = 4                    # nesting depth of a list answer
-MAX_DECIMAL_EXPONENT = 400      # |e| in a literal like 1.5e-7
-MAX_EXACT_BITS = 4096           # numerator / denominator of an exact intermediate value
+# MAX_CHARS, MAX_ELEMENTS, MAX_DIMS, MAX_DECIMAL_EXPONENT, MAX_EXACT_BITS and _SHOWN_CHARS are
+# imported above from grader.limits, the table of every cap
 MAX_MAGNITUDE = Fraction(sys.float_info.max)
-_SHOWN_CHARS = 40               # learner text quoted back in feedback is cut to this
 
 Notation = Literal["integer", "decimal", "scientific", "expression", "infinity"]
 

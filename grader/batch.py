@@ -29,13 +29,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from grader import __version__
+from grader.errors import BatchError, ExerciseFileError
 from grader.exercises import exercise_dir, load_exercise
 from grader.models import Exercise, Grade, GradeError
 
-
-
-class BatchError(Exception):
-    """The batch cannot run (exit code 2): a bad SOURCE, gradebook or scheduler, or a refusing jail."""
 
 
 # -- exercise versions ------------------------------------------------------------------------
@@ -107,6 +104,8 @@ def grade_task(task: dict) -> dict:
                 except JailUnsound as exc:
                     out.update(status="refused", message=str(exc))
                     return out
+                except ExerciseFileError:       # the course's file, not the learner's: an error
+                    raise
                 except UsageError as exc:       # e.g. malformed TOML: the learner's, recorded
                     result, status = failed(exercise, "invalid-submission", str(exc), learner), "unreadable"
             out.update(status=status, grade=result.model_dump())

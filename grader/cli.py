@@ -7,12 +7,11 @@ from pathlib import Path
 
 import click
 
+from grader.errors import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, GraderError
 from grader.exercises import UnknownExercise, all_exercises, exercise_dir, load_exercise
 from grader.locale import LANGS
 from grader.submission import UsageError
 from reports.render import FORMATS
-
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 def usage_error(message: str):
@@ -27,7 +26,19 @@ def get_exercise(exercise_id: str):
         usage_error(f"EXERCISE: {exc}")
 
 
-@click.group()
+class GraderCommands(click.Group):
+    """A GraderError that a command lets through is `error: ...` and the error's exit code
+    (grader/errors.py), never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except GraderError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+
+
+@click.group(cls=GraderCommands)
 @click.version_option(package_name="gpt-bughunt-grader")
 def main():
     """Grade learners' transformer code and answers against a trusted reference."""

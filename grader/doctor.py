@@ -24,19 +24,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.errors import JailUnsound
 from grader.jail import launcher
 from grader.jail.client import Jail, JailError, LearnerError, Limits
-from grader.submission import UsageError
 
 PROBE = Path(launcher.JAIL_DIR) / "probe.py"
 CACHE_TTL = 24 * 3600
 ALLOWED_ENV = {"PATH", "HOME", "TMPDIR", "LANG", "USER", "LOGNAME", "PYTHONHASHSEED",
                "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PYTHONDONTWRITEBYTECODE"}
 JAIL_WRITABLE = ("/tmp", "/dev/shm")
-
-
-class JailUnsound(UsageError):
-    """The jail failed a canary attack: grading must not start."""
 
 
 @dataclass

@@ -5,12 +5,11 @@ import tomllib
 from functools import cache
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from exercises import EXERCISES_DIR
+from grader.errors import ExerciseFileError, UnknownExercise
 from grader.models import Exercise
-
-
-class UnknownExercise(LookupError):
-    pass
 
 
 def exercise_dir(exercise_id: str) -> Path:
@@ -23,8 +22,22 @@ def load_exercise(exercise_id: str) -> Exercise:
     if not path.is_file():
         known = ", ".join(e.id for e in all_exercises())
         raise UnknownExercise(f"unknown exercise {exercise_id!r}; known exercises: {known}")
-    with open(path, "rb") as f:
-        return Exercise.model_validate(tomllib.load(f))
+    return read_toml_model(path, Exercise)
+
+
+def read_toml_model(path: Path, model, error=ExerciseFileError):
+    """A course's TOML file read into `model`; any problem is `error`, naming file, table and key."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise error.from_toml(path, exc) from None
+    except OSError as exc:
+        raise error(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise error.from_validation(path, exc, model) from None
 
 
 def all_exercises() -> list[Exercise]:

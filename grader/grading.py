@@ -12,7 +12,6 @@ from grader import __version__
 from grader.exercises import exercise_dir, load_exercise
 from grader.doctor import ensure_sound as ensure_jail_sound
 from grader.jail.client import JailError
-from grader.jail.client import Limits as JailLimits
 from grader.quiz import grade_answers
 from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError
 from grader.runner import run_hidden_tests
@@ -59,17 +58,10 @@ def grade_quiz(exercise: Exercise, submitted: SubmittedFiles, student: str | Non
     return assemble(exercise, checks, [], None, isolation="none (answers are data)", warnings=warnings)
 
 
-def jail_limits(exercise: Exercise) -> JailLimits:
-    lim = exercise.limits
-    return JailLimits(wall_seconds=lim.wall_seconds, call_seconds=lim.call_seconds,
-                      memory_mb=lim.memory_mb, max_output_bytes=lim.output_bytes,
-                      processes=lim.processes, file_size_mb=lim.file_size_mb)
-
-
 def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
     # the jail receives the files' bytes: the learner's folder is never written to, nor mounted
     names = {file.removesuffix(".py"): list(n) for file, n in exercise.names.items()}
-    session = SubmissionSession(None, exercise.modules, jail_limits(exercise),
+    session = SubmissionSession(None, exercise.modules, exercise.limits,
                                 files=submitted.files, names=names)
     session.toml = submitted.toml
     try:

@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from grader.limits import Limits
 from grader.locale import Message, message_fields
 
 SYMPTOMS = ("nan-forward", "nan-training", "loss-collapse", "first-loss-off", "future-leak",
@@ -92,20 +93,14 @@ class Title(BaseModel):
     en: str
     zh_TW: str = Field(alias="zh-TW")
 
-    model_config = {"populate_by_name": True}
-
-
-class Limits(BaseModel):
-    wall_seconds: float = 120.0
-    call_seconds: float = 60.0
-    memory_mb: int = 4096
-    processes: int = 256
-    file_size_mb: int = 64
-    output_bytes: int = 1 << 20
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
 
 class Exercise(BaseModel):
-    """An exercise folder's exercise.toml."""
+    """An exercise folder's exercise.toml. Unknown keys are errors (a typo never means a default);
+    `limits` is grader.limits.Limits."""
+    model_config = ConfigDict(extra="forbid")
+
     id: str
     kind: Literal["code", "quiz"] = "code"
     title: Title

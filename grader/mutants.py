@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import tomllib
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from exercises import EXERCISES_DIR
+from grader.errors import MutantError
+from grader.exercises import read_toml_model
 from grader.models import Grade, Rule
 from mutants import ALTERNATIVES_DIR, MUTANTS_DIR
 
 
 class Edit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     exercise: str
     file: str
     find: str
@@ -28,6 +31,9 @@ class Edit(BaseModel):
 
 
 class Mutant(BaseModel):
+    """A mutant's TOML file; unknown keys are errors."""
+    model_config = ConfigDict(extra="forbid")
+
     id: str
     rule: Rule
     day: int
@@ -41,15 +47,10 @@ class Mutant(BaseModel):
         return sorted({e.exercise for e in self.edit})
 
 
-class MutantError(ValueError):
-    pass
-
-
 def load_mutants() -> list[Mutant]:
     found = []
     for path in sorted(MUTANTS_DIR.glob("*.toml")):
-        with open(path, "rb") as f:
-            mutant = Mutant.model_validate(tomllib.load(f))
+        mutant = read_toml_model(path, Mutant, MutantError)
         if mutant.id != path.stem:
             raise MutantError(f"{path.name}: id {mutant.id!r} differs from the file name")
         found.append(mutant)

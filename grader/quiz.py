@@ -5,10 +5,9 @@ functions). Nothing of the learner's runs, so quizzes need no jail.
 """
 from __future__ import annotations
 
-import tomllib
 from functools import cache
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grader.answers import (
     ChoiceQuestion,
@@ -18,7 +17,8 @@ from grader.answers import (
     check_answer,
     question_from_dict,
 )
-from grader.exercises import exercise_dir
+from grader.errors import ExerciseFileError, shown_path
+from grader.exercises import exercise_dir, read_toml_model
 from grader.locale import message_fields, msg
 from grader.models import CheckResult, Exercise, Rule, Title
 from grader.variants import draw
@@ -42,6 +42,18 @@ class QuizQuestion(BaseModel):
         return {k: v for k, v in self.model_dump(by_alias=True).items() if k not in CHECK_FIELDS}
 
 
+ENGINES = {cls.model_fields["kind"].default: cls
+           for cls in (IntegerQuestion, RealQuestion, InfQuestion, ChoiceQuestion)}
+
+
+class AnswerKey(BaseModel):
+    """An exercise's key.toml. Unknown keys are errors, in a question too (load_key checks those
+    against the question's kind)."""
+    model_config = ConfigDict(extra="forbid")
+
+    questions: list[QuizQuestion]
+
+
 class PosedQuestion(BaseModel):
     """A question as one learner sees it: variant parameters filled in, its key computed."""
     item: QuizQuestion
@@ -50,11 +62,35 @@ class PosedQuestion(BaseModel):
     question: IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion
 
 
+def key_path(exercise_id: str):
+    return exercise_dir(exercise_id) / "key.toml"
+
+
 @cache
 def load_key(exercise_id: str) -> tuple[QuizQuestion, ...]:
-    with open(exercise_dir(exercise_id) / "key.toml", "rb") as f:
-        data = tomllib.load(f)
-    return tuple(QuizQuestion.model_validate(q) for q in data["questions"])
+    path = key_path(exercise_id)
+    key = read_toml_model(path, AnswerKey)
+    for n, item in enumerate(key.questions, 1):
+        engine = ENGINES.get(item.kind)
+        if engine is None:
+            raise ExerciseFileError(f"{shown_path(path)}: [[questions]] #{n} ({item.id}): unknown kind "
+                                    f"{item.kind!r}; known kinds: {', '.join(sorted(ENGINES))}")
+        known = set(QuizQuestion.model_fields) | set(engine.model_fields)
+        unknown = sorted(set(item.model_extra or {}) - known)
+        if unknown:
+            raise ExerciseFileError(f"{shown_path(path)}: [[questions]] #{n} ({item.id}): unknown key "
+                                    f"{unknown[0]!r}; known keys: {', '.join(sorted(known))}")
+    return tuple(key.questions)
+
+
+def _question(exercise_id: str, item: QuizQuestion, fields: dict):
+    try:
+        return question_from_dict(fields)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or item.kind}: {e['msg']}"
+                             for e in exc.errors())
+        raise ExerciseFileError(f"{shown_path(key_path(exercise_id))}: [[questions]] {item.id}: "
+                                f"{problems}") from None
 
 
 def pose(exercise_id: str, student: str | None) -> list[PosedQuestion]:
@@ -68,7 +104,7 @@ def pose(exercise_id: str, student: str | None) -> list[PosedQuestion]:
             fields["answer"] = key
         posed.append(PosedQuestion(item=item, text_en=item.text.en.format(**params),
                                    text_zh=item.text.zh_TW.format(**params),
-                                   question=question_from_dict(fields)))
+                                   question=_question(exercise_id, item, fields)))
     return posed
 
 

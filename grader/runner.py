@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from grader.jail.client import JailError, LearnerError
+from grader.limits import MESSAGE_CHARS as MAX_MESSAGE
 from grader.locale import message_fields, msg, recognize
 from grader.models import CheckResult, Diagnosis
 from grader.testkit import CheckFailure, take_attachments
 
 INI = Path(__file__).with_name("hidden-pytest.ini")
-MAX_MESSAGE = 64 * 1024
 
 
 class _CheckCollector:

@@ -184,7 +184,7 @@ class SubmissionSession:
     def output(self) -> str:
         if self._output.closed:
             return ""
-        return read_output(self._output, self.limits.max_output_bytes)
+        return read_output(self._output, self.limits.output_bytes)
 
     # -- what hidden tests use ----------------------------------------------------------------
     def __getattr__(self, name: str) -> Remote:

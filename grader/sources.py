@@ -34,25 +34,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+from grader.errors import SourceError
+from grader.limits import ARCHIVE_BYTES as MAX_ARCHIVE_BYTES  # the caps: grader/limits.py
+from grader.limits import ARCHIVE_MEMBERS as MAX_ARCHIVE_MEMBERS
+from grader.limits import INFLATION_CHECKED_ABOVE, LEARNER_FILE_BYTES as MAX_FILE_BYTES
+from grader.limits import INFLATION_RATIO as MAX_RATIO
+from grader.limits import METADATA_BYTES as MAX_METADATA_BYTES
+from grader.limits import NESTED_ARCHIVE_BYTES as MAX_NESTED_BYTES
 from grader.models import Exercise
 from grader.store.gradebook import Incoming
-
-MAX_FILE_BYTES = 1 << 20            # a learner file (as grader.submission reads it)
-MAX_ARCHIVE_MEMBERS = 50_000        # members of one archive
-MAX_ARCHIVE_BYTES = 2 << 30         # their declared inflated size, together
-MAX_NESTED_BYTES = 64 << 20         # a learner's own zip inside the export
-MAX_METADATA_BYTES = 16 << 20       # submission_metadata.yml
-MAX_RATIO = 200                     # inflated / compressed size of one member larger than 1 MiB
 IGNORED = ("__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini", "__pycache__")
 
 CANVAS = re.compile(r"^(?P<name>[^_]*?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)$", re.I)
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assign(?:submission|feedback)_(?P<plugin>[a-z]+)_(?P<rest>.*)$")
 GRADESCOPE_META = "submission_metadata.yml"
 REUPLOAD = re.compile(r"^(?P<stem>.+)-\d+(?P<suffix>\.[^.]+)?$")
-
-
-class SourceError(Exception):
-    """SOURCE cannot be read as a class (exit code 2): missing, not a folder or zip, unsafe, too big."""
 
 
 @dataclass
@@ -176,7 +172,7 @@ def read_zip(data_or_path, exercise: Exercise, *, max_total: int | None = None,
                 continue
             limit = MAX_NESTED_BYTES if path.name.lower().endswith(".zip") else (
                 MAX_METADATA_BYTES if path.name == GRADESCOPE_META else MAX_FILE_BYTES)
-            if info.file_size > limit or (info.file_size > (1 << 20) and
+            if info.file_size > limit or (info.file_size > INFLATION_CHECKED_ABOVE and
                                           info.file_size > MAX_RATIO * max(info.compress_size, 1)):
                 tree[path] = Entry(problem=f"{path.name} is larger than {limit // 1024} KiB")
                 continue

@@ -11,17 +11,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.errors import InvalidSubmission, UsageError  # noqa: F401  (imported from here too)
+from grader.limits import LEARNER_FILE_BYTES as MAX_FILE_BYTES
 from grader.models import Exercise
-
-MAX_FILE_BYTES = 1 << 20
-
-
-class UsageError(Exception):
-    """Grading cannot start (exit code 2): a path that does not exist, a malformed TOML file."""
-
-
-class InvalidSubmission(Exception):
-    """The submission can be read but not graded as it is: a missing file or name, a syntax error."""
 
 
 @dataclass

@@ -12,13 +12,12 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 
+from grader.limits import MESSAGE_BYTES as MAX_MESSAGE, REPORT_BYTES as MAX_REPORT, REPORT_CHROME_BYTES
 from grader.locale import DEFAULT_LANG, join, normalize_lang, number, render, translate
 from grader.models import CheckResult, Grade, TrainingCurve
 from reports.labels import HIDDEN_EVIDENCE, error_label, evidence_label, rule_label, symptom_label
 
-MAX_MESSAGE = 64 * 1024          # bytes of one message (UTF-8)
-MAX_REPORT = 1 << 20             # bytes of one whole report
-LEARNER_BUDGET = MAX_REPORT - 160 * 1024   # what learner-influenced text may use; the rest is chrome
+LEARNER_BUDGET = MAX_REPORT - REPORT_CHROME_BYTES   # what learner-influenced text may use
 CUT = "…"
 
 
@@ -264,5 +263,5 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
                                                 lang)) if error else None,
         groups=list(groups.values()), diagnoses=diagnoses, curves=curves,
         symptoms=[(s, symptom_label(s, lang)) for s in grade.symptoms],
-        warnings=warnings, output=budget.take(printed, 64 * 1024) if printed else "",
+        warnings=warnings, output=budget.take(printed, MAX_MESSAGE) if printed else "",
         isolation=grade.isolation, grader_version=grade.grader_version, duration_s=grade.duration_s)

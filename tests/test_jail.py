@@ -122,7 +122,7 @@ def test_output_is_kept_across_jails_and_capped(tmp_path):
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "m.py").write_text("print('hello from the jail')\nimport sys\nsys.stdout.write('x' * 5000)\n")
-    session = SubmissionSession(sub, ["m"], Limits(max_output_bytes=1000))
+    session = SubmissionSession(sub, ["m"], Limits(output_bytes=1000))
     try:
         session.ensure_jail()
         out = session.output()

@@ -185,7 +185,7 @@ def test_attack_is_contained(case, arena, tmp_path):
         (vroot / "attention.py").write_text(
             (EXERCISES / "day45-attention" / "solution" / "attention.py").read_text()
             + f"\n# {arena.sibling}\n" + arena.code(VICTIM))
-        victim = SubmissionSession(vroot, ["attention"], grading.jail_limits(arena.exercise))
+        victim = SubmissionSession(vroot, ["attention"], arena.exercise.limits)
         victim.ensure_jail()
         assert victim.import_errors == {"attention": None}
     first = len(arena.uids)

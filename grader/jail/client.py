@@ -12,68 +12,12 @@ import select
 import signal
 import tempfile
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from grader.errors import JailCrash, JailError, JailMemory, JailSandbox, JailTimeout, LearnerError
 from grader.jail import launcher, sandbox, wire
-
-MAX_SUBMISSION_BYTES = 8 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Limits:
-    wall_seconds: float = 120.0        # the whole submission
-    call_seconds: float = 60.0         # any single call
-    memory_mb: int = 4096              # address space on top of what the warm runtime maps
-    max_output_bytes: int = 1 << 20    # printed output kept for the report
-    processes: int = 256               # processes and threads of the jail's own uid
-    file_size_mb: int = 64             # any file written, printed output included
-    open_files: int = 256
-    tmp_mb: int = 256                  # the jail's private /tmp
-    cpu_seconds: float | None = None   # default: wall_seconds
-
-    def for_jail(self) -> dict:
-        d = asdict(self)
-        d["cpu_seconds"] = self.cpu_seconds or self.wall_seconds
-        return d
-
-
-class JailError(Exception):
-    """The jail could not answer: it died, ran out of time or memory, or broke the protocol."""
-    kind = "crash"
-    symptom = "exception"
-
-
-class JailTimeout(JailError):
-    kind, symptom = "timeout", "timeout"
-
-
-class JailMemory(JailError):
-    kind, symptom = "memory", "memory-limit"
-
-
-class JailCrash(JailError):
-    kind, symptom = "crash", "exception"
-
-
-class JailSandbox(JailError):
-    """The submission did something the jail forbids (a denied system call), or no jail could be built."""
-    kind, symptom = "sandbox", "exception"
-
-
-class LearnerError(Exception):
-    """The learner's code raised an exception; its type and message came back as data."""
-
-    def __init__(self, info: dict):
-        self.type_name = str(info.get("type", "Exception"))
-        self.mro = [str(n) for n in info.get("mro", [])]
-        self.learner_message = str(info.get("message", ""))
-        self.where = info.get("where")
-        self.memory = bool(info.get("memory"))
-        super().__init__(f"{self.type_name}: {self.learner_message}")
-
-    def is_a(self, type_name: str) -> bool:
-        return type_name in self.mro or self.type_name == type_name
+from grader.limits import JAIL_READY_SECONDS, Limits
+from grader.limits import SUBMISSION_BYTES as MAX_SUBMISSION_BYTES
 
 
 SIGNAL_WORDS = {
@@ -137,7 +81,7 @@ class Jail:
         self._poll_in, self._poll_out = select.poll(), select.poll()
         self._poll_in.register(self._from_jail, select.POLLIN)
         self._poll_out.register(self._to_jail, select.POLLOUT)
-        self._ready_timeout = timeout if timeout is not None else min(limits.call_seconds, 30.0)
+        self._ready_timeout = timeout if timeout is not None else min(limits.call_seconds, JAIL_READY_SECONDS)
         try:
             setup = {"files": {name: bytes(data) for name, data in files.items()},
                      "modules": list(modules), "names": dict(names or {})}
@@ -273,7 +217,7 @@ class Jail:
 
     def output(self) -> str:
         """What the learner's code printed, capped."""
-        return read_output(self.output_file, self.limits.max_output_bytes)
+        return read_output(self.output_file, self.limits.output_bytes)
 
     def kill(self, wait: bool = False) -> None:
         """SIGKILL the jail's PID 1, and with it every process of its PID namespace.

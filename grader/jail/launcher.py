@@ -24,7 +24,9 @@ import tempfile
 import threading
 from pathlib import Path
 
+from grader.errors import ZygoteError
 from grader.jail.sandbox import processes_of_uid  # noqa: F401  (doctor and tests call it here)
+from grader.limits import Limits
 
 JAIL_DIR = Path(__file__).resolve().parent
 JAIL_FILES = ("zygote.py", "sandbox.py", "worker.py", "wire.py")
@@ -41,10 +43,6 @@ WARNING: learner code runs in a plain child process with resource limits, but WI
 WARNING: network or process jail: it can read what this user can read and open network connections.
 WARNING: Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and run `grader doctor`.
 """
-
-
-class ZygoteError(Exception):
-    """The zygote could not start or stopped answering."""
 
 
 def find_bwrap() -> str | None:
@@ -93,7 +91,8 @@ def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def bwrap_argv(bwrap: str, control_fd: int, warm: str = "full", tmp_mb: int = 256) -> list[str]:
+def bwrap_argv(bwrap: str, control_fd: int, warm: str = "full",
+               tmp_mb: int = Limits().tmp_mb) -> list[str]:
     argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
     for key, value in (("PATH", "/usr/bin:/bin"), ("LANG", "C.UTF-8"), ("HOME", "/tmp"),

@@ -32,6 +32,7 @@ sys.path.insert(0, HERE)
 
 import sandbox  # noqa: E402
 
+# the jail imports only this folder: these mirror grader/limits.py's JAIL_SIDE (held equal in tests)
 MAX_CONTROL = 1 << 16
 PREFAULT_BYTES = 16 << 20
 DEFAULT_TMP_MB = 256           # the spare mounts /tmp this size; a jail with other limits resizes it

@@ -23,11 +23,13 @@ import string
 from functools import cache
 from pathlib import Path
 
+from grader.limits import MESSAGE_CHARS
+
 LOCALE_DIR = Path(__file__).parent
 DOMAIN = "grader"
 LANGS = ("en", "zh-TW")
 DEFAULT_LANG = "en"
-MAX_PARAM = 64 * 1024          # a learner's text inside a message is capped like a message
+MAX_PARAM = MESSAGE_CHARS      # a learner's text inside a message is capped like a message
 
 
 def N_(template: str) -> str:

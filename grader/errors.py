@@ -1,0 +1,208 @@
+"""The grader's errors, in one hierarchy. Each says what went wrong and whose it is.
+
+    Exception
+    ├── GraderError                 exit_code 1: the base; what the command line reports as
+    │   │                           `error: ...` with the class's exit code, never as a traceback
+    │   ├── UsageError              exit_code 2: grading cannot start: a bad argument, a path
+    │   │   │                       that does not exist, a learner TOML file that does not parse
+    │   │   ├── UnknownExercise     an exercise id with no folder (also a LookupError)
+    │   │   ├── ExerciseFileError   a course file is malformed: exercise.toml, key.toml, a mutant
+    │   │   │   │                   (also a ValueError); names the file, the table and the key
+    │   │   │   └── MutantError     mutants/*.toml
+    │   │   ├── SourceError         a class's SOURCE cannot be read (missing, unsafe, too big)
+    │   │   ├── BatchError          a batch cannot run: SOURCE, gradebook, scheduler, the jail
+    │   │   └── JailUnsound         the jail failed a canary attack: grading must not start
+    │   ├── InvalidSubmission       the submission can be read but not graded as it is (a missing
+    │   │                           file or name, a syntax error): it fails, kind
+    │   │                           "invalid-submission"
+    │   ├── JailError               the jail could not answer; `kind` and `symptom` go in the grade
+    │   │   ├── JailTimeout         kind "timeout": a deadline or the CPU limit
+    │   │   ├── JailMemory          kind "memory": the memory limit
+    │   │   ├── JailCrash           kind "crash": died, exited, broke the protocol
+    │   │   └── JailSandbox         kind "sandbox": a forbidden system call, or no jail at all
+    │   ├── LearnerError            the learner's code raised; its type and message, as data
+    │   └── ZygoteError             the zygote (the warm process forking jails) could not start or
+    │                               stopped answering
+    │
+    │   Not under GraderError:
+    ├── AssertionError
+    │   └── testkit.CheckFailure    a hidden check failed: pytest reports it as the check's result
+    ├── jail.wire.WireError         a frame that breaks the format        } the jail's own side: it
+    ├── jail.sandbox.SandboxError   a step of building the jail failed    } imports only its folder
+    └── RuntimeError                                                        (grader/jail/*.py), so
+        ├── store.StoreError        the gradebook cannot be opened          not this module
+        ├── store.migrate.SchemaError
+        └── store.pgtemp.PostgresUnavailable   (the gradebook's own errors, in grader/store)
+
+Exit codes (DESIGN.md): 0 pass, 1 graded but failing, 2 usage or input error. Each class carries
+its code as `exit_code`; a command that lets a GraderError through exits with it.
+
+Every class is importable from here and, as before, from the module that raises it
+(grader.submission.UsageError, grader.jail.client.JailError, grader.doctor.JailUnsound, ...).
+"""
+from __future__ import annotations
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class GraderError(Exception):
+    """The base of the grader's errors."""
+    exit_code = EXIT_FAIL
+
+
+# -- grading cannot start (exit 2) ------------------------------------------------------------
+class UsageError(GraderError):
+    """Grading cannot start (exit code 2): a path that does not exist, a malformed TOML file."""
+    exit_code = EXIT_USAGE
+
+
+class UnknownExercise(UsageError, LookupError):
+    """No exercise folder has this id."""
+
+
+class ExerciseFileError(UsageError, ValueError):
+    """A course file (exercise.toml, key.toml, a mutant's TOML) is malformed; the message names
+    the file, the table and the key."""
+
+    @classmethod
+    def from_validation(cls, path, error, model) -> "ExerciseFileError":
+        """The file's pydantic ValidationError (of `model`), as one line per problem:
+        `exercises/x/exercise.toml: [limits]: unknown key 'wall_second'; known keys: ...`."""
+        return cls("\n".join(f"{shown_path(path)}: {problem}"
+                             for problem in validation_problems(error, model)))
+
+    @classmethod
+    def from_toml(cls, path, error) -> "ExerciseFileError":
+        """A file that is not TOML (tomllib.TOMLDecodeError)."""
+        return cls(f"{shown_path(path)}: not valid TOML: {error}")
+
+
+class MutantError(ExerciseFileError):
+    """A mutant's TOML file is malformed, or its id differs from its file name."""
+
+
+class SourceError(UsageError):
+    """SOURCE cannot be read as a class (exit code 2): missing, not a folder or zip, unsafe, too big."""
+
+
+class BatchError(UsageError):
+    """The batch cannot run (exit code 2): a bad SOURCE, gradebook or scheduler, or a refusing jail."""
+
+
+class JailUnsound(UsageError):
+    """The jail failed a canary attack: grading must not start."""
+
+
+# -- the submission fails ---------------------------------------------------------------------
+class InvalidSubmission(GraderError):
+    """The submission can be read but not graded as it is: a missing file or name, a syntax error."""
+
+
+class JailError(GraderError):
+    """The jail could not answer: it died, ran out of time or memory, or broke the protocol."""
+    kind = "crash"
+    symptom = "exception"
+
+
+class JailTimeout(JailError):
+    kind, symptom = "timeout", "timeout"
+
+
+class JailMemory(JailError):
+    kind, symptom = "memory", "memory-limit"
+
+
+class JailCrash(JailError):
+    kind, symptom = "crash", "exception"
+
+
+class JailSandbox(JailError):
+    """The submission did something the jail forbids (a denied system call), or no jail could be built."""
+    kind, symptom = "sandbox", "exception"
+
+
+class LearnerError(GraderError):
+    """The learner's code raised an exception; its type and message came back as data."""
+
+    def __init__(self, info: dict):
+        self.type_name = str(info.get("type", "Exception"))
+        self.mro = [str(n) for n in info.get("mro", [])]
+        self.learner_message = str(info.get("message", ""))
+        self.where = info.get("where")
+        self.memory = bool(info.get("memory"))
+        super().__init__(f"{self.type_name}: {self.learner_message}")
+
+    def is_a(self, type_name: str) -> bool:
+        return type_name in self.mro or self.type_name == type_name
+
+
+# -- the grader's own machinery ---------------------------------------------------------------
+class ZygoteError(GraderError):
+    """The zygote could not start or stopped answering."""
+
+
+# -- how a course file's problems are named ---------------------------------------------------
+def shown_path(path) -> str:
+    """`path` relative to the current folder where it lies inside it, else as given."""
+    from pathlib import Path
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def table_name(loc: tuple) -> str:
+    """A pydantic location as the TOML table it is in: ("limits",) -> "[limits]", ("edit", 0) ->
+    "[[edit]] #1" (the first of the array of tables), () -> "(top level)"."""
+    names = [str(p) for p in loc if not isinstance(p, int)]
+    numbers = [p + 1 for p in loc if isinstance(p, int)]
+    if not names:
+        return "(top level)"
+    if loc and isinstance(loc[-1], int):
+        return f"[[{'.'.join(names)}]] #{numbers[-1]}"
+    return f"[{'.'.join(names)}]" + (f" (#{numbers[-1]})" if numbers else "")
+
+
+def known_keys(model, loc: tuple) -> list[str] | None:
+    """The keys the table at `loc` of `model` may hold, or None where that is not a model."""
+    import types
+    import typing
+
+    from pydantic import BaseModel
+
+    def models_in(annotation):
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return [annotation]
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType, list, tuple, dict,
+                                             typing.Annotated):
+            return [m for arg in typing.get_args(annotation) for m in models_in(arg)]
+        return []
+
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = {(f.alias or name): f for name, f in model.model_fields.items()}
+        field = fields.get(part) or model.model_fields.get(part)
+        found = models_in(field.annotation) if field is not None else []
+        if not found:
+            return None
+        model = found[0]
+    return sorted((f.alias or name) for name, f in model.model_fields.items())
+
+
+def validation_problems(error, model) -> list[str]:
+    problems = []
+    for e in error.errors():
+        loc = tuple(e["loc"])
+        table, key = loc[:-1], loc[-1] if loc else ""
+        if e["type"] == "extra_forbidden":
+            known = known_keys(model, table)
+            problems.append(f"{table_name(table)}: unknown key {str(key)!r}"
+                            + (f"; known keys: {', '.join(known)}" if known is not None else ""))
+        elif e["type"] == "missing":
+            problems.append(f"{table_name(table)}: missing key {str(key)!r}")
+        else:
+            where = f"{table_name(table)}: {key}" if loc else table_name(table)
+            problems.append(f"{where}: {e['msg']} (got {e.get('input')!r})"[:500])
+    return problems
