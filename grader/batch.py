@@ -31,6 +31,7 @@ from typing import Callable, Iterator
 from grader import __version__
 from grader.errors import BatchError, ExerciseFileError
 from grader.exercises import exercise_dir, load_exercise
+from grader.locale import Message, message_of, msg
 from grader.models import Exercise, Grade, GradeError
 
 
@@ -65,7 +66,8 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def failed(exercise: Exercise, kind: str, message: str, student: str | None) -> Grade:
+def failed(exercise: Exercise, kind: str, message, student: str | None) -> Grade:
+    """A grade that failed as a whole; `message` is a Message (or, from the gradebook, text)."""
     return Grade(exercise=exercise.id, passed=False, score=0.0, max_score=float(exercise.points),
                  error=GradeError(kind=kind, message=message), isolation="none",
                  grader_version=__version__, student=student)
@@ -107,11 +109,11 @@ def grade_task(task: dict) -> dict:
                 except ExerciseFileError:       # the course's file, not the learner's: an error
                     raise
                 except UsageError as exc:       # e.g. malformed TOML: the learner's, recorded
-                    result, status = failed(exercise, "invalid-submission", str(exc), learner), "unreadable"
+                    result, status = failed(exercise, "invalid-submission", message_of(exc), learner), "unreadable"
             out.update(status=status, grade=result.model_dump())
         except Exception as exc:               # the grader's own failure: kept, retried next run
             tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            out.update(status="error", message=f"internal grader error: {tb}")
+            out.update(status="error", message=msg("internal grader error: {detail}", detail=tb))
         out["finished_at"] = _now().isoformat()
         return out
 
@@ -253,7 +255,8 @@ class Tally:
 def _outcome(exercise: Exercise, learner: str, result: dict | BaseException):
     from grader.store import Outcome
     if isinstance(result, BaseException):
-        message = f"internal grader error: the worker failed: {type(result).__name__}: {result}"
+        message = msg("internal grader error: {detail}", detail=msg(
+            "the worker failed: {error}", error=f"{type(result).__name__}: {result}"))
         return Outcome(status="error", grade=failed(exercise, "crash", message, learner), worker="")
     started = datetime.fromisoformat(result["started_at"]) if result.get("started_at") else None
     finished = datetime.fromisoformat(result["finished_at"]) if result.get("finished_at") else None
@@ -266,8 +269,11 @@ def _outcome(exercise: Exercise, learner: str, result: dict | BaseException):
 
 
 def grade_into(gradebook, exercise: Exercise, version: str, version_id: int, submissions, executor,
-               tally: Tally, *, batch_id: int, force: bool, progress: bool | None) -> None:
-    """Grade these stored submissions and record each grade as it arrives."""
+               tally: Tally, *, batch_id: int, force: bool, progress: bool | None,
+               problems: dict | None = None) -> None:
+    """Grade these stored submissions and record each grade as it arrives. problems: submission
+    id -> the Message of its problem (the gradebook keeps the problem as English text)."""
+    problems = problems or {}
     from tqdm import tqdm
     from grader.store import Outcome
     todo = [s for s in submissions if s.problem is None]
@@ -303,7 +309,8 @@ def grade_into(gradebook, exercise: Exercise, version: str, version_id: int, sub
         for s in submissions:                  # unreadable as found: no worker needed
             if s.problem is not None:
                 record(s.id, Outcome(status="graded", worker="batch",
-                                     grade=failed(exercise, "invalid-submission", s.problem, s.learner)))
+                                     grade=failed(exercise, "invalid-submission",
+                                                  problems.get(s.id) or s.problem, s.learner)))
         if todo:
             tasks = [{"submission_id": s.id, "exercise": exercise.id, "version": version,
                       "learner": s.learner, "files": s.files} for s in todo]
@@ -341,7 +348,7 @@ def _executor(workers: int, scheduler: str | None):
 
 def grade_recorded(gradebook, exercise: Exercise, version: str, version_id: int, ids: list, pending: list,
                    tally: Tally, *, kind: str, workers: int, scheduler: str | None, force: bool,
-                   progress: bool | None, source: str = "") -> None:
+                   progress: bool | None, source: str = "", problems: dict | None = None) -> None:
     """Grade `pending` as one recorded batch run: started, then finished or aborted, whatever happens."""
     executor = _executor(workers, scheduler) if pending else None
     tally.executor = executor.describe() if executor else "none needed"
@@ -351,7 +358,8 @@ def grade_recorded(gradebook, exercise: Exercise, version: str, version_id: int,
     try:
         if pending:
             grade_into(gradebook, exercise, version, version_id, gradebook.submissions(exercise.id, pending),
-                       executor, tally, batch_id=batch_id, force=force, progress=progress)
+                       executor, tally, batch_id=batch_id, force=force, progress=progress,
+                       problems=problems)
         status = "aborted" if tally.aborted else "finished"
     finally:
         gradebook.finish_batch(batch_id, status=status, graded=tally.graded, skipped=tally.skipped,
@@ -385,9 +393,10 @@ def run_batch(exercise_id: str, source: Path, db: str, *, workers: int = 2, sche
             echo(f"  note: {note}")
         if len(found.notes) > 20:
             echo(f"  note: ... and {len(found.notes) - 20} more skipped entries")
+        problems = {i: inc.problem for i, inc in zip(ids, found.incoming) if isinstance(inc.problem, Message)}
         grade_recorded(gradebook, exercise, version, version_id, ids, pending, tally, kind="batch",
                        source=str(source), workers=workers, scheduler=scheduler, force=force,
-                       progress=progress)
+                       progress=progress, problems=problems)
         echo(summary(exercise, tally))
         if tally.aborted:
             raise BatchError(f"the batch stopped: {tally.aborted}")
@@ -469,6 +478,19 @@ class Change:
     max_score: float
 
 
+def recorded_problems(stored, runs: dict) -> dict:
+    """submission id -> the Message its problem was recorded with (in its last grade), for a
+    regrade, which has only the gradebook's English text of the problem."""
+    found = {}
+    for s in stored:
+        grade = runs[s.id][-1][1].grade if s.problem and runs.get(s.id) else None
+        error = (grade or {}).get("error") or {}
+        if error.get("message_id") and error.get("message") == s.problem:
+            found[s.id] = Message.from_data({"id": error["message_id"],
+                                             "params": error.get("message_params") or {}})
+    return found
+
+
 def regrade(exercise_id: str, db: str, *, workers: int = 2, scheduler: str | None = None, force: bool = False,
             progress: bool | None = None, echo: Callable[[str], None] = print) -> tuple[Tally, list[Change]]:
     """`grader regrade`: every stored submission against the current exercise version; what changed."""
@@ -489,7 +511,8 @@ def regrade(exercise_id: str, db: str, *, workers: int = 2, scheduler: str | Non
         echo(f"{exercise.id}: regrading {len(pending)} of {len(ids)} stored submissions against version "
              f"{version[:12]}" + (f" (was {', '.join(v[:12] for v in old_versions)})" if old_versions else ""))
         grade_recorded(gradebook, exercise, version, version_id, ids, pending, tally, kind="regrade",
-                       workers=workers, scheduler=scheduler, force=force, progress=progress)
+                       workers=workers, scheduler=scheduler, force=force, progress=progress,
+                       problems=recorded_problems(stored, before))
         if tally.aborted:
             raise BatchError(f"the regrade stopped: {tally.aborted}")
         after = gradebook.latest_runs(ids)

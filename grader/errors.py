@@ -11,6 +11,8 @@
     │   │   │   └── MutantError     mutants/*.toml
     │   │   ├── SourceError         a class's SOURCE cannot be read (missing, unsafe, too big)
     │   │   ├── BatchError          a batch cannot run: SOURCE, gradebook, scheduler, the jail
+    │   │   ├── store.StoreError    the gradebook cannot be opened or used (also a RuntimeError)
+    │   │   │   └── store.migrate.SchemaError   its schema is newer than this grader
     │   │   └── JailUnsound         the jail failed a canary attack: grading must not start
     │   ├── InvalidSubmission       the submission can be read but not graded as it is (a missing
     │   │                           file or name, a syntax error): it fails, kind
@@ -30,9 +32,7 @@
     ├── jail.wire.WireError         a frame that breaks the format        } the jail's own side: it
     ├── jail.sandbox.SandboxError   a step of building the jail failed    } imports only its folder
     └── RuntimeError                                                        (grader/jail/*.py), so
-        ├── store.StoreError        the gradebook cannot be opened          not this module
-        ├── store.migrate.SchemaError
-        └── store.pgtemp.PostgresUnavailable   (the gradebook's own errors, in grader/store)
+        └── store.pgtemp.PostgresUnavailable   no PostgreSQL to test with  not this module
 
 Exit codes (DESIGN.md): 0 pass, 1 graded but failing, 2 usage or input error. Each class carries
 its code as `exit_code`; a command that lets a GraderError through exits with it.
@@ -41,6 +41,8 @@ Every class is importable from here and, as before, from the module that raises 
 (grader.submission.UsageError, grader.jail.client.JailError, grader.doctor.JailUnsound, ...).
 """
 from __future__ import annotations
+
+from grader.locale import msg
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -99,9 +101,16 @@ class InvalidSubmission(GraderError):
 
 
 class JailError(GraderError):
-    """The jail could not answer: it died, ran out of time or memory, or broke the protocol."""
+    """The jail could not answer: it died, ran out of time or memory, or broke the protocol.
+
+    Raised with a Message (`msg(...)`): `message` is what the learner is told, in any language;
+    str(exc) is its English text."""
     kind = "crash"
     symptom = "exception"
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
 
 
 class JailTimeout(JailError):
@@ -127,13 +136,28 @@ class LearnerError(GraderError):
     def __init__(self, info: dict):
         self.type_name = str(info.get("type", "Exception"))
         self.mro = [str(n) for n in info.get("mro", [])]
-        self.learner_message = str(info.get("message", ""))
+        self.learner_message = learner_text(info)
         self.where = info.get("where")
         self.memory = bool(info.get("memory"))
         super().__init__(f"{self.type_name}: {self.learner_message}")
 
     def is_a(self, type_name: str) -> bool:
         return type_name in self.mro or self.type_name == type_name
+
+
+def learner_text(info: dict):
+    """The message of a learner's exception, from the plain data the worker sent: the text
+    itself, or a Message where the worker only said what happened (its flags are checked to be
+    exactly True: the data comes from the jail)."""
+    text = str(info.get("message", ""))
+    if info.get("unreadable") is True:
+        return msg("<the exception's message could not be read>")
+    if info.get("unsendable") is True:
+        return msg("what your code returned cannot be sent to the grader: {detail}", detail=text)
+    if info.get("too_large") is True:
+        return msg("{message} (the jail limits what a submission may write, its printed output "
+                   "included; this submission wrote more than that)", message=text)
+    return text
 
 
 # -- the grader's own machinery ---------------------------------------------------------------

@@ -11,7 +11,8 @@ from pathlib import Path
 from grader import __version__
 from grader.exercises import exercise_dir, load_exercise
 from grader.doctor import ensure_sound as ensure_jail_sound
-from grader.jail.client import JailError
+from grader.jail.client import JailError, learner_text
+from grader.locale import message_of, msg
 from grader.quiz import grade_answers
 from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError
 from grader.runner import run_hidden_tests
@@ -26,7 +27,7 @@ def grade(exercise: Exercise | str, path: Path, *, student: str | None = None) -
     try:
         submitted = read_submission(exercise, Path(path))
     except InvalidSubmission as exc:
-        result = failed_grade(exercise, "invalid-submission", str(exc))
+        result = failed_grade(exercise, "invalid-submission", message_of(exc))
     else:
         if exercise.kind == "quiz":
             result = grade_quiz(exercise, submitted, student)
@@ -79,9 +80,9 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
                             session.isolation, session.output())
         error = None
         if session.budget_exhausted:     # the checks after that point could not run
-            error = GradeError(kind="timeout", message=(
-                f"the submission used up its {session.limits.wall_seconds:g} s wall-clock "
-                "budget; the checks it had not reached by then fail"))
+            error = GradeError(kind="timeout", message=msg(
+                "the submission used up its {seconds:g} s wall-clock budget; the checks it had not "
+                "reached by then fail", seconds=session.limits.wall_seconds))
         return assemble(exercise, collected.results, collected.diagnoses, error,
                         session.isolation, session.output())
     finally:
@@ -90,19 +91,24 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
 
 def loaded(session: SubmissionSession, exercise: Exercise) -> tuple[str, str] | None:
     """Wait for the learner's modules to be imported in the jail; (error kind, message) if that
-    failed or a module lacks a name SPEC asks for."""
+    failed or a module lacks a name the exercise asks for."""
     try:
         session.ensure_jail()
     except JailError as exc:
-        return exc.kind, f"the submission could not be loaded: {exc}"
+        return exc.kind, msg("the submission could not be loaded: {detail}", detail=exc.message)
     for module, error in session.import_errors.items():
         if error is not None:
-            where = f" at {error['where']}" if error.get("where") else ""
-            return ("memory" if error.get("memory") else "crash"), (
-                f"importing {module}.py raised {error.get('type')}{where}: {error.get('message')}")
+            kind = "memory" if error.get("memory") else "crash"
+            text = learner_text(error)
+            if error.get("where"):
+                return kind, msg("importing {module}.py raised {type} at {where}: {message}", module=module,
+                                 type=str(error.get("type")), where=str(error["where"]), message=text)
+            return kind, msg("importing {module}.py raised {type}: {message}", module=module,
+                             type=str(error.get("type")), message=text)
     for file, names in exercise.names.items():
         missing = session.missing.get(file.removesuffix(".py"), [])
         if missing:
-            return "invalid-submission", (f"{file} does not define {', '.join(missing)} "
-                                          f"(SPEC asks for {', '.join(names)})")
+            return "invalid-submission", msg(
+                "{file} does not define {missing} (the exercise asks for {names}; see the starter's "
+                "docstrings)", file=file, missing=", ".join(missing), names=", ".join(names))
     return None

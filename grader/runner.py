@@ -11,7 +11,7 @@ import pytest
 
 from grader.jail.client import JailError, LearnerError
 from grader.limits import MESSAGE_CHARS as MAX_MESSAGE
-from grader.locale import message_fields, msg, recognize
+from grader.locale import message_fields, message_of, msg
 from grader.models import CheckResult, Diagnosis
 from grader.testkit import CheckFailure, take_attachments
 
@@ -111,14 +111,14 @@ def explain(exc: BaseException) -> tuple[str, list[str], dict]:
         return (msg("your code raised {type}: {message}", type=exc.type_name,
                     message=exc.learner_message), ["exception"], {})
     if isinstance(exc, JailError):
-        detail = recognize(str(exc))
+        detail = exc.message
         kinds = {"timeout": msg("timeout: {detail}", detail=detail),
                  "memory": msg("memory: {detail}", detail=detail),
                  "sandbox": msg("sandbox: {detail}", detail=detail),
                  "crash": msg("crash: {detail}", detail=detail)}
         return kinds.get(exc.kind, f"{exc.kind}: {exc}"), [exc.symptom], {}
     if isinstance(exc, AssertionError):
-        return str(exc) or msg("assertion failed"), [], {}
+        return message_of(exc) or msg("assertion failed"), [], {}
     # An error in the grader's own test code is the grader's bug, never the learner's: say so.
     return (msg("internal grader error in this check ({type}: {error})", type=type(exc).__name__,
                 error=str(exc)), [], {})

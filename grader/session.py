@@ -13,8 +13,10 @@ import time
 from pathlib import Path
 
 from grader.jail.client import (CpuShare, Jail, JailCrash, JailError, JailTimeout, LearnerError,
-                                Limits, default_zygote, output_file, read_output, read_submission_files)
+                                Limits, default_zygote, learner_text, output_file, read_output,
+                                read_submission_files)
 from grader.jail.wire import Handle
+from grader.locale import Message, msg
 
 
 class Remote:
@@ -88,7 +90,7 @@ class SubmissionSession:
         left = self.budget_left()
         if left <= 0:
             self.budget_exhausted = True
-            raise JailTimeout(f"the submission used up its {self.limits.wall_seconds:.0f} s")
+            raise JailTimeout(msg("the submission used up its {seconds:.0f} s", seconds=self.limits.wall_seconds))
         return min(left, self.limits.call_seconds)
 
     def start(self) -> None:
@@ -130,15 +132,17 @@ class SubmissionSession:
                 and all(isinstance(n, list) and all(isinstance(x, str) for x in n)
                         for n in missing.values())):
             jail.kill()
-            raise JailCrash("the jail broke the protocol (a malformed ready reply)")
+            raise JailCrash(msg("the jail broke the protocol ({detail})", detail=msg("a malformed ready reply")))
         self.import_errors = dict(imports)
         self.missing = {m: list(n) for m, n in missing.items()}
         if self.generation > 0:
             failed = {m: e for m, e in self.import_errors.items() if e is not None}
             if failed:
                 module, error = next(iter(failed.items()))
-                raise JailCrash(f"importing {module}.py again in a fresh jail raised "
-                                f"{error.get('type')}: {error.get('message', '')[:500]}")
+                text = learner_text(error)
+                raise JailCrash(msg("importing {module}.py again in a fresh jail raised {type}: {message}",
+                                    module=module, type=str(error.get("type")),
+                                    message=text if isinstance(text, Message) else text[:500]))
 
     def request(self, op: str, **fields):
         jail = self.ensure_jail()
@@ -157,20 +161,21 @@ class SubmissionSession:
     def _send_pending(self, jail: Jail, then: dict | None):
         pending, self._pending = self._pending, []
         if any(generation != self.generation for _, _, generation in pending):
-            raise JailError("this object lived in a jail that has since died")
+            raise JailError(msg("this object lived in a jail that has since died"))
         requests = [r for r, _, _ in pending] + ([then] if then is not None else [])
         result = jail.request("batch", self._timeout(), requests=requests)
         done = result.get("done") if isinstance(result, dict) else None
         if not isinstance(done, list) or not done or len(done) > len(requests):
             jail.kill()
-            raise JailCrash("the jail broke the protocol (a malformed batch reply)")
+            raise JailCrash(msg("the jail broke the protocol ({detail})", detail=msg("a malformed batch reply")))
         for (_, label, _), answer in zip(pending, done):
             _check_loaded(answer, label)
         if then is None:
             return None
         if len(done) < len(requests):            # a load failed; _check_loaded has said so
             jail.kill()
-            raise JailCrash("the jail broke the protocol (a batch that stopped without a reason)")
+            raise JailCrash(msg("the jail broke the protocol ({detail})",
+                                detail=msg("a batch that stopped without a reason")))
         return done[-1]
 
     def close(self) -> None:
@@ -224,7 +229,7 @@ class SubmissionSession:
     def _target(self, remote: Remote) -> dict:
         target = dict(remote._target)
         if target.pop("generation", self.generation) != self.generation:
-            raise JailError("this object lived in a jail that has since died")
+            raise JailError(msg("this object lived in a jail that has since died"))
         return target
 
     def _call(self, remote: Remote, args, kwargs):
@@ -236,18 +241,20 @@ class SubmissionSession:
 
 def _check_loaded(answer, label: str) -> None:
     if not isinstance(answer, dict):
-        raise JailCrash("the jail broke the protocol (a load answered with no record)")
+        raise JailCrash(msg("the jail broke the protocol ({detail})", detail=msg("a load answered with no record")))
     if "missing" in answer:
         missing = [str(n) for n in answer["missing"]][:5] if isinstance(answer["missing"], list) else []
-        raise AssertionError(
-            f"{label} has no parameter named {', '.join(missing)}; SPEC fixes these attribute names "
-            "so the grader can load the same weights into your module and the reference")
+        raise AssertionError(msg(
+            "{module} has no parameter named {names}; the exercise fixes these attribute names (see "
+            "the starter's docstrings) so the grader can load the same weights into your module and "
+            "the reference", module=label, names=", ".join(missing)))
     if "shape" in answer:
         try:
             name, theirs, ours = answer["shape"]
         except (TypeError, ValueError):
-            raise JailCrash("the jail broke the protocol (a malformed load answer)") from None
-        raise AssertionError(f"{label}.{name} has shape {theirs}; expected {ours}")
+            raise JailCrash(msg("the jail broke the protocol ({detail})", detail=msg("a malformed load answer"))) from None
+        raise AssertionError(msg("{module}.{name} has shape {theirs}; expected {ours}", module=label,
+                                 name=str(name), theirs=str(theirs), ours=str(ours)))
 
 
 def _unwrap(session: SubmissionSession, value):

@@ -41,6 +41,7 @@ from grader.limits import INFLATION_CHECKED_ABOVE, LEARNER_FILE_BYTES as MAX_FIL
 from grader.limits import INFLATION_RATIO as MAX_RATIO
 from grader.limits import METADATA_BYTES as MAX_METADATA_BYTES
 from grader.limits import NESTED_ARCHIVE_BYTES as MAX_NESTED_BYTES
+from grader.locale import message_of, msg
 from grader.models import Exercise
 from grader.store.gradebook import Incoming
 IGNORED = ("__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini", "__pycache__")
@@ -91,7 +92,7 @@ def read_folder(root: Path, exercise: Exercise) -> Tree:
             key = PurePosixPath(*rel.parts, d)
             if (Path(dirpath) / d).is_symlink():        # os.walk does not descend; record it
                 dirnames.remove(d)
-                tree[key] = Entry(problem=f"{d} is a symbolic link; symbolic links are refused")
+                tree[key] = Entry(problem=msg("{name} is a symbolic link; symbolic links are refused", name=d))
             elif _ignored(key.parts):
                 dirnames.remove(d)
             else:
@@ -106,15 +107,15 @@ def read_folder(root: Path, exercise: Exercise) -> Tree:
                 continue
             st = path.lstat()
             if stat.S_ISLNK(st.st_mode):
-                tree[key] = Entry(problem=f"{f} is a symbolic link; symbolic links are refused")
+                tree[key] = Entry(problem=msg("{name} is a symbolic link; symbolic links are refused", name=f))
             elif not stat.S_ISREG(st.st_mode):
-                tree[key] = Entry(problem=f"{f} is not a regular file")
+                tree[key] = Entry(problem=msg("{name} is not a regular file", name=f))
             elif _wanted(f, exercise):
                 limit = MAX_NESTED_BYTES if f.lower().endswith(".zip") else MAX_FILE_BYTES
                 with open(path, "rb") as fh:
                     data = fh.read(limit + 1)
                 tree[key] = (Entry(data=data) if len(data) <= limit else
-                             Entry(problem=f"{f} is larger than {limit // 1024} KiB"))
+                             Entry(problem=msg("{name} is larger than {size} KiB", name=f, size=limit // 1024)))
             else:
                 tree[key] = Entry()
     return tree
@@ -140,21 +141,23 @@ def read_zip(data_or_path, exercise: Exercise, *, max_total: int | None = None,
     try:
         zf = zipfile.ZipFile(io.BytesIO(data_or_path) if isinstance(data_or_path, bytes) else data_or_path)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise SourceError(f"{label}: not a readable zip archive: {exc}") from None
+        raise SourceError(msg("{label}: not a readable zip archive: {error}", label=label, error=str(exc))) from None
     with zf:
         infos = zf.infolist()
         if len(infos) > MAX_ARCHIVE_MEMBERS:
-            raise SourceError(f"{label}: {len(infos)} members, more than the {MAX_ARCHIVE_MEMBERS} allowed")
+            raise SourceError(msg("{label}: {count} members, more than the {limit} allowed", label=label,
+                                  count=len(infos), limit=MAX_ARCHIVE_MEMBERS))
         total = sum(max(i.file_size, 0) for i in infos)
         if total > max_total:
-            raise SourceError(f"{label}: would inflate to {total >> 20} MiB, more than the "
-                              f"{max_total >> 20} MiB allowed")
+            raise SourceError(msg("{label}: would inflate to {mb} MiB, more than the {limit} MiB allowed",
+                                  label=label, mb=total >> 20, limit=max_total >> 20))
         tree: Tree = {}
         for info in infos:
             path = _safe_member_path(info.filename)
             if path is None:
-                raise SourceError(f"{label}: member {info.filename!r} would be written outside the "
-                                  "archive's folder (an absolute path or ..); refusing the archive")
+                raise SourceError(msg("{label}: member {member} would be written outside the archive's "
+                                      "folder (an absolute path or ..); refusing the archive", label=label,
+                                      member=repr(info.filename)))
             if _ignored(path.parts):
                 continue
             if info.is_dir():
@@ -162,28 +165,31 @@ def read_zip(data_or_path, exercise: Exercise, *, max_total: int | None = None,
                 continue
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):
-                tree[path] = Entry(problem=f"{path.name} is a symbolic link; symbolic links are refused")
+                tree[path] = Entry(problem=msg("{name} is a symbolic link; symbolic links are refused",
+                                               name=path.name))
                 continue
             if not _wanted(path.name, exercise):
                 tree[path] = Entry()
                 continue
             if info.flag_bits & 0x1:
-                tree[path] = Entry(problem=f"{path.name} is encrypted in the archive")
+                tree[path] = Entry(problem=msg("{name} is encrypted in the archive", name=path.name))
                 continue
             limit = MAX_NESTED_BYTES if path.name.lower().endswith(".zip") else (
                 MAX_METADATA_BYTES if path.name == GRADESCOPE_META else MAX_FILE_BYTES)
             if info.file_size > limit or (info.file_size > INFLATION_CHECKED_ABOVE and
                                           info.file_size > MAX_RATIO * max(info.compress_size, 1)):
-                tree[path] = Entry(problem=f"{path.name} is larger than {limit // 1024} KiB")
+                tree[path] = Entry(problem=msg("{name} is larger than {size} KiB", name=path.name,
+                                               size=limit // 1024))
                 continue
             try:
                 with zf.open(info) as fh:                # never trust the declared size
                     data = fh.read(limit + 1)
             except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError) as exc:
-                tree[path] = Entry(problem=f"{path.name} cannot be read from the archive: {exc}")
+                tree[path] = Entry(problem=msg("{name} cannot be read from the archive: {error}",
+                                               name=path.name, error=str(exc)))
                 continue
             tree[path] = Entry(data=data) if len(data) <= limit else Entry(
-                problem=f"{path.name} is larger than {limit // 1024} KiB")
+                problem=msg("{name} is larger than {size} KiB", name=path.name, size=limit // 1024))
         return tree
 
 
@@ -222,7 +228,7 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> tupl
             inner = read_zip(tree[nested[0]].data, exercise, max_total=MAX_NESTED_BYTES,
                              label=f"{nested[0].name}")
         except SourceError as exc:
-            return {}, str(exc)
+            return {}, message_of(exc)
         inner = {p: e for p, e in inner.items() if p.suffix.lower() != ".zip"}    # one level only
         return match_files(exercise, inner, canvas=canvas)
 
@@ -233,8 +239,9 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> tupl
             suffix = Path(name).suffix
             hits = [p for p in tree if p.suffix == suffix]
             if len(hits) > 1:
-                return {}, (f"{len(hits)} {suffix} files ({', '.join(sorted(map(str, hits))[:4])}) and "
-                            f"none named {name}: which one is the submission?")
+                return {}, msg("{count} {suffix} files ({files}) and none named {name}: which one is the "
+                               "submission?", count=len(hits), suffix=suffix,
+                               files=", ".join(sorted(map(str, hits))[:4]), name=name)
         if not hits:
             continue
         depth = min(len(p.parts) for p in hits)
@@ -244,7 +251,8 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> tupl
             if canvas and all(logical(p) == name for p in shallow):
                 shallow = [max(shallow, key=lambda p: _reupload_number(p.name))]
             else:
-                return {}, f"{len(shallow)} files could be {name}: {', '.join(map(str, shallow[:4]))}"
+                return {}, msg("{count} files could be {name}: {files}", count=len(shallow), name=name,
+                               files=", ".join(map(str, shallow[:4])))
         entry = tree[shallow[0]]
         if entry.problem:
             return {}, entry.problem

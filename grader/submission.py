@@ -13,6 +13,7 @@ from pathlib import Path
 
 from grader.errors import InvalidSubmission, UsageError  # noqa: F401  (imported from here too)
 from grader.limits import LEARNER_FILE_BYTES as MAX_FILE_BYTES
+from grader.locale import msg
 from grader.models import Exercise
 
 
@@ -35,30 +36,33 @@ def read_submission(exercise: Exercise, path: Path) -> SubmittedFiles:
     if not path.exists() and not path.is_symlink():
         raise UsageError(f"PATH: {path} does not exist")
     if path.is_symlink():
-        raise InvalidSubmission(f"{path} is a symbolic link; submit the file itself")
+        raise InvalidSubmission(msg("{path} is a symbolic link; submit the file itself", path=str(path)))
     if path.is_file():
         candidates = {path.name: path} if path.name in exercise.files else {
             f: path for f in exercise.files if Path(f).suffix == path.suffix}
         if len(candidates) != 1:
-            raise InvalidSubmission(f"{path.name} is not one of this exercise's files: "
-                                    f"{', '.join(exercise.files)}")
+            raise InvalidSubmission(msg("{name} is not one of this exercise's files: {files}",
+                                        name=path.name, files=", ".join(exercise.files)))
         located = candidates
     else:
         located = {name: path / name for name in exercise.files}
     missing = [name for name, p in located.items() if not p.exists() and not p.is_symlink()]
     if missing:
-        raise InvalidSubmission(f"missing file{'s' if len(missing) > 1 else ''}: "
-                                f"{', '.join(missing)} (this exercise needs "
-                                f"{', '.join(exercise.files)})")
+        names, files = ", ".join(missing), ", ".join(exercise.files)
+        if len(missing) > 1:
+            raise InvalidSubmission(msg("missing files: {missing} (this exercise needs {files})",
+                                        missing=names, files=files))
+        raise InvalidSubmission(msg("missing file: {missing} (this exercise needs {files})",
+                                    missing=names, files=files))
     submitted = SubmittedFiles()
     for name, p in located.items():
         if p.is_symlink():
-            raise InvalidSubmission(f"{name} is a symbolic link; symbolic links are refused")
+            raise InvalidSubmission(msg("{name} is a symbolic link; symbolic links are refused", name=name))
         if not p.is_file():
-            raise InvalidSubmission(f"{name} is not a regular file")
+            raise InvalidSubmission(msg("{name} is not a regular file", name=name))
         data = p.read_bytes()[:MAX_FILE_BYTES + 1]
         if len(data) > MAX_FILE_BYTES:
-            raise InvalidSubmission(f"{name} is larger than {MAX_FILE_BYTES // 1024} KiB")
+            raise InvalidSubmission(msg("{name} is larger than {size} KiB", name=name, size=MAX_FILE_BYTES // 1024))
         submitted.files[name] = data
         if name.endswith(".py"):
             check_python(name, data)
@@ -71,21 +75,21 @@ def check_python(name: str, data: bytes) -> None:
     try:
         ast.parse(data.decode("utf-8"), filename=name)
     except UnicodeDecodeError as exc:
-        raise InvalidSubmission(f"{name} is not UTF-8 text (byte {exc.start})") from None
+        raise InvalidSubmission(msg("{name} is not UTF-8 text (byte {byte})", name=name, byte=exc.start)) from None
     except SyntaxError as exc:
-        raise InvalidSubmission(f"{name} line {exc.lineno}, column {exc.offset}: syntax error: "
-                                f"{exc.msg}") from None
+        raise InvalidSubmission(msg("{name} line {line}, column {column}: syntax error: {error}", name=name,
+                                    line=exc.lineno, column=exc.offset, error=exc.msg)) from None
     except (ValueError, RecursionError, MemoryError) as exc:
-        raise InvalidSubmission(f"{name} cannot be parsed: {type(exc).__name__}") from None
+        raise InvalidSubmission(msg("{name} cannot be parsed: {type}", name=name, type=type(exc).__name__)) from None
 
 
 def parse_toml(name: str, data: bytes) -> dict:
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+        raise UsageError(msg("{name}: not UTF-8 text (byte {byte})", name=name, byte=exc.start)) from None
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message ends with "(at line L, column C)"
-        raise UsageError(f"{name}: malformed TOML: {exc}") from None
+        raise UsageError(msg("{name}: malformed TOML: {error}", name=name, error=str(exc))) from None
     except RecursionError:
-        raise UsageError(f"{name}: TOML nested too deeply") from None
+        raise UsageError(msg("{name}: TOML nested too deeply", name=name)) from None

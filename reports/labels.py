@@ -70,6 +70,14 @@ EVIDENCE = {
     "start": N_("start"),
 }
 
+# How the learner's code ran (Grade.isolation: stored as data, shown in the reader's language)
+ISOLATION = {
+    "bubblewrap": N_("bubblewrap"),
+    "process": N_("process"),
+    "none": N_("none"),
+    "none (answers are data)": N_("none (answers are data)"),
+}
+
 # Evidence a report never shows: answer keys and hidden inputs, should a check ever attach them.
 HIDDEN_EVIDENCE = frozenset({"key", "answer", "answers", "expected_answer", "hidden_input",
                              "inputs", "reference", "secret"})
@@ -89,3 +97,7 @@ def error_label(kind: str, lang: str) -> str:
 
 def evidence_label(key: str, lang: str) -> str:
     return translate(EVIDENCE.get(key, key), lang)
+
+
+def isolation_label(isolation: str, lang: str) -> str:
+    return translate(ISOLATION.get(isolation, isolation), lang)

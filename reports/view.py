@@ -15,7 +15,8 @@ from functools import cache
 from grader.limits import MESSAGE_BYTES as MAX_MESSAGE, REPORT_BYTES as MAX_REPORT, REPORT_CHROME_BYTES
 from grader.locale import DEFAULT_LANG, join, normalize_lang, number, render, translate
 from grader.models import CheckResult, Grade, TrainingCurve
-from reports.labels import HIDDEN_EVIDENCE, error_label, evidence_label, rule_label, symptom_label
+from reports.labels import (HIDDEN_EVIDENCE, error_label, evidence_label, isolation_label, rule_label,
+                            symptom_label)
 
 LEARNER_BUDGET = MAX_REPORT - REPORT_CHROME_BYTES   # what learner-influenced text may use
 CUT = "…"
@@ -264,4 +265,5 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
         groups=list(groups.values()), diagnoses=diagnoses, curves=curves,
         symptoms=[(s, symptom_label(s, lang)) for s in grade.symptoms],
         warnings=warnings, output=budget.take(printed, MAX_MESSAGE) if printed else "",
-        isolation=grade.isolation, grader_version=grade.grader_version, duration_s=grade.duration_s)
+        isolation=isolation_label(grade.isolation, lang), grader_version=grade.grader_version,
+        duration_s=grade.duration_s)

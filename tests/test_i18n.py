@@ -6,17 +6,27 @@ zh-TW catalog (grader/locale/zh_TW/LC_MESSAGES/grader.po) must translate each of
 same placeholders. Grades made at runtime are checked too: every message id a real grade carries
 has a translation.
 """
+import ast
+import html
+import json
 import pickle
 import re
 import string
+from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
 
 from grader.answers import check_answer, question_from_dict
-from grader.locale import (Message, catalog, gettext, has_translation, lang_from_env, localize_text,
-                           msg, normalize_lang, po_path, recognize, render, translations)
+from grader.batch import run_batch
+from grader.exercises import load_exercise
+from grader.grading import grade
+from grader.locale import (Message, catalog, gettext, has_translation, lang_from_env, msg, normalize_lang,
+                           po_path, render, translations)
 from grader.locale.extract import collect, dynamic_calls, python_files
+from grader.models import Grade, Limits
+from grader.store import Gradebook
+from reports.render import render as report
 from test_reports_grades import (invalid_grade, only_bug_d_grade, quiz_wrong_grade, solution_grade,
                                  starter_grade)
 
@@ -135,20 +145,6 @@ def test_quiz_feedback_is_translated():
         "'(B)' 不是選項之一：請用一個字母作答，A 或 B。"
 
 
-def test_text_from_outside_the_checks_is_recognised():
-    """Jail and submission errors are plain English strings; their templates are in the catalog."""
-    for english, chinese in [
-        ("attention.py is a symbolic link; symbolic links are refused", "符號連結"),
-        ("the submission used up its 60 s of CPU time", "CPU 時間"),
-        ("the process died with a segmentation fault (SIGSEGV)", "區段錯誤"),
-        ("importing gpt.py raised NameError at gpt.py:3: name 'x' is not defined", "匯入 gpt.py"),
-    ]:
-        assert chinese in localize_text(english, "zh-TW"), english
-        assert isinstance(recognize(english), Message) and recognize(english) == english
-    assert localize_text("something nobody templated", "zh-TW") == "something nobody templated"
-    assert recognize("x y") == "x y" and not isinstance(recognize("x y"), Message)
-
-
 def test_every_message_of_real_grades_has_a_translation():
     def ids(value):
         if isinstance(value, dict):
@@ -190,3 +186,171 @@ def test_babel_cfg_extracts_the_same_msgids(extracted):
              for _, _, message, _, _ in extract_from_dir(str(ROOT), method_map, options_map,
                                                          keywords={"_": None})}
     assert found == set(extracted)
+
+
+# -- errors from outside the checks: made as Messages where they are decided -------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTION = ROOT / "exercises" / "day45-attention" / "solution" / "attention.py"
+
+
+def learner_folder(tmp_path, name: str, appended: str | None) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    if appended is not None:
+        (folder / "attention.py").write_text(SOLUTION.read_text() + appended, encoding="utf-8")
+    return folder
+
+
+def reports_in_zh(grade: Grade) -> str:
+    """The zh-TW text report and HTML report of a grade, read back from its stored JSON."""
+    stored = Grade.model_validate_json(grade.model_dump_json())
+    return report(stored, "text", "zh-TW") + "\n" + html.unescape(report(stored, "html", "zh-TW"))
+
+
+def fast_day45(wall: float = 8, call: float = 2):
+    return load_exercise("day45-attention").model_copy(
+        update={"limits": Limits(wall_seconds=wall, call_seconds=call, memory_mb=1024)})
+
+
+def test_a_syntax_error_reaches_a_zh_tw_report_translated(tmp_path):
+    g = grade(fast_day45(), learner_folder(tmp_path, "s", "\ndef broken(:\n    pass\n"))
+    assert g.error.kind == "invalid-submission"
+    assert g.error.message_id == "{name} line {line}, column {column}: syntax error: {error}"
+    assert g.error.message_params["name"] == "attention.py"
+    line = g.error.message_params["line"]
+    assert f"attention.py 第 {line} 行第" in reports_in_zh(g) and "語法錯誤" in reports_in_zh(g)
+    assert "syntax error" not in reports_in_zh(g)
+
+
+def test_a_missing_file_reaches_a_zh_tw_report_translated(tmp_path):
+    g = grade(fast_day45(), learner_folder(tmp_path, "s", None))
+    assert g.error.message_id == "missing file: {missing} (this exercise needs {files})"
+    assert "缺少檔案：attention.py（這個練習需要 attention.py）" in reports_in_zh(g)
+
+
+def test_a_process_that_exits_at_import_reaches_a_zh_tw_report_translated(tmp_path):
+    g = grade(fast_day45(), learner_folder(tmp_path, "s", "\nimport os\nos._exit(3)\n"))
+    assert g.error.kind == "crash" and g.error.message_id == "the submission could not be loaded: {detail}"
+    assert g.error.message_params["detail"]["params"] == {"code": "3"}     # the jail's Message, nested
+    zh = reports_in_zh(g)
+    assert "無法載入提交的程式：評分程式等待回應時，行程結束了（結束碼 3）" in zh
+    assert "while the grader was waiting" not in zh
+
+
+def test_an_endless_loop_in_a_check_reaches_a_zh_tw_report_translated(tmp_path):
+    loop = ("\nimport time as _t\n_sdpa = scaled_dot_product_attention\n"
+            "def scaled_dot_product_attention(*a, **k):\n"
+            "    _end = _t.monotonic() + 30\n    while _t.monotonic() < _end:\n        pass\n"
+            "    return _sdpa(*a, **k)\n")
+    g = grade(fast_day45(wall=6, call=2), learner_folder(tmp_path, "s", loop))
+    timed_out = [c for c in g.checks if c.message_id == "timeout: {detail}"]
+    assert timed_out and "timeout" in timed_out[0].symptoms
+    assert timed_out[0].message_params["detail"]["id"] in ("no answer within {seconds:.0f} s",
+                                                           "the submission used up its {seconds:.0f} s")
+    zh = reports_in_zh(g)
+    assert "逾時：2 秒內沒有回應" in zh or "逾時：提交的程式用完了 6 秒" in zh
+    assert "no answer within" not in zh
+
+
+def test_a_batch_of_quiz_sheets_stores_and_translates_each_learners_problem(tmp_path):
+    source = tmp_path / "class"
+    (source / "alice").mkdir(parents=True)
+    (source / "alice" / "answers.toml").write_text("[answers]\nq1 = = 3\n", encoding="utf-8")
+    (source / "bob").mkdir()
+    (tmp_path / "elsewhere.toml").write_text("[answers]\n", encoding="utf-8")
+    (source / "bob" / "answers.toml").symlink_to(tmp_path / "elsewhere.toml")
+    out = tmp_path / "out"
+    run_batch("day49-quiz", source, str(tmp_path / "class.db"), workers=1, out=out, lang="zh-TW",
+              progress=False, echo=lambda line: None)
+    stored = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (out / "grades").glob("*.json")}
+    assert stored["alice"]["error"]["message_id"] == "{name}: malformed TOML: {error}"
+    assert stored["bob"]["error"]["message_id"] == "{name} is a symbolic link; symbolic links are refused"
+    alice, bob = (reports_in_zh(Grade.model_validate(stored[k])) for k in ("alice", "bob"))
+    assert "answers.toml：TOML 格式錯誤：" in alice and "malformed TOML" not in alice
+    assert "answers.toml 是符號連結；不接受符號連結" in bob and "symbolic link" not in bob
+    with Gradebook(str(tmp_path / "class.db")) as gb:      # the instructor's column stays English
+        assert [s.problem for s in gb.submissions("day49-quiz") if s.learner == "bob"] == [
+            "answers.toml is a symbolic link; symbolic links are refused"]
+
+
+def test_reports_show_the_isolation_in_the_readers_language():
+    g = Grade(exercise="day45-quiz", passed=True, score=1, max_score=1, isolation="none (answers are data)")
+    assert "隔離方式：無（答案是資料，不執行程式碼）" in report(g, "text", "zh-TW")
+    assert "isolation: none (answers are data)" in report(g, "text", "en")
+    assert json.loads(report(g, "json"))["isolation"] == "none (answers are data)"   # stored as data
+    assert "隔離方式：bubblewrap 沙箱" in report(g.model_copy(update={"isolation": "bubblewrap"}), "text", "zh-TW")
+
+
+def test_no_regular_expression_translates_text_back():
+    locale_dir = ROOT / "grader" / "locale"
+    assert not (locale_dir / "external.py").exists()
+    for path in locale_dir.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not imported & {"re", "regex"}, path
+    assert render("the process died with a segmentation fault (SIGSEGV)", "zh-TW") == \
+        "the process died with a segmentation fault (SIGSEGV)"          # plain text stays as it is
+
+
+# -- the course's voice: Taiwanese typography and no reference learners do not have ----------------
+
+HAN = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+TYPOGRAPHY = {
+    # an ASCII , : ; between two Chinese characters is the full-width ，：； in a Chinese sentence
+    "ASCII punctuation inside a Chinese sentence": re.compile(f"{HAN}[,:;] ?(?={HAN})"),
+    # (中文) takes full-width parentheses: （中文）
+    "ASCII parentheses around Chinese text": re.compile(rf"\((?=[^()]*{HAN})[^()]*\)"),
+    # 使用 float16 時, 第 0 列: a space between Chinese and Latin letters or digits
+    "no space between Chinese and Latin": re.compile(f"{HAN}[A-Za-z0-9]|[A-Za-z0-9]{HAN}"),
+    # a placeholder formatted as a number ({n:,}, {x:.3g}) renders digits: it is spaced the same way
+    "no space around a number": re.compile(rf"{HAN}\{{\w+:[^{{}}]*\}}|\{{\w+:[^{{}}]*\}}{HAN}"),
+    "a space before full-width punctuation": re.compile(" [，。；：、）]"),
+}
+
+
+def typography_problems(text: str) -> list[str]:
+    # a placeholder's name is not text ({n_head}); a numeric one is kept for its own rule
+    bare = re.sub(r"\{\w*\}", lambda m: "\x00" * len(m.group()), text)
+    return [name for name, rule in TYPOGRAPHY.items() if rule.search(bare)]
+
+
+def test_the_typography_rules_can_fail_and_leave_legitimate_text_alone():
+    for bad in ("使用float16時", "第0列", "輸入, 輸出", "答案:錯誤", "（見說明)".replace("（", "("),
+                "共{n:,}個", "錯誤 ：{x}"):
+        assert typography_problems(bad), bad
+    for good in ("使用 float16 時", "第 0 列", "輸入，輸出", "{what}：{detail}", "MLP：fc、精確 GELU、proj",
+                 "f(x, y) 的結果", "第{step}步", "（{name}）", "共 {n:,} 個", "x0, x1 = x[..., 0::2]"):
+        assert not typography_problems(good), good
+
+
+def test_zh_tw_translations_follow_taiwanese_typography_and_usage(zh):
+    bad = [(m.id, m.string, typography_problems(m.string)) for m in zh if m.id and m.string
+           and typography_problems(m.string)]
+    assert bad == []
+    mainland = ("代碼", "默認", "數據", "文件", "函數", "運行", "讀成數：", "信息", "調用", "內存", "線程",
+                "進程", "字符串", "數組", "對象", "變量", "模塊", "用戶", "設置")
+    assert [(m.id, w) for m in zh if m.id and m.string for w in mainland if w in m.string] == []
+
+
+def _spec(text: str) -> bool:
+    return re.search(r"\bSPEC\b", text) is not None
+
+
+def test_no_learner_facing_text_cites_spec_md(extracted, zh):
+    """Learners do not have SPEC.md: a message says what is asked, or points at the starter."""
+    assert [m for m in extracted if _spec(m)] == []
+    assert [m.string for m in zh if m.id and _spec(m.string)] == []
+    literals = []
+    for path in sorted((ROOT / "exercises").glob("*/hidden/*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        literals += [(path.name, node.value) for node in ast.walk(tree)
+                     if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                     and id(node) not in docstrings and _spec(node.value)]
+    assert literals == []
+    for path in sorted((ROOT / "mutants").glob("*.toml")):
+        assert not _spec(path.read_text(encoding="utf-8")), path

@@ -14,16 +14,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.errors import JailCrash, JailError, JailMemory, JailSandbox, JailTimeout, LearnerError
+from grader.errors import (JailCrash, JailError, JailMemory, JailSandbox, JailTimeout,  # noqa: F401
+                           LearnerError, learner_text)
 from grader.jail import launcher, sandbox, wire
 from grader.limits import JAIL_READY_SECONDS, Limits
 from grader.limits import SUBMISSION_BYTES as MAX_SUBMISSION_BYTES
+from grader.locale import Message, message_of, msg
 
 
 SIGNAL_WORDS = {
-    signal.SIGSEGV: "a segmentation fault (SIGSEGV)", signal.SIGBUS: "a bus error (SIGBUS)",
-    signal.SIGABRT: "an abort (SIGABRT)", signal.SIGILL: "an illegal instruction (SIGILL)",
-    signal.SIGFPE: "an arithmetic fault (SIGFPE)",
+    signal.SIGSEGV: msg("a segmentation fault (SIGSEGV)"), signal.SIGBUS: msg("a bus error (SIGBUS)"),
+    signal.SIGABRT: msg("an abort (SIGABRT)"), signal.SIGILL: msg("an illegal instruction (SIGILL)"),
+    signal.SIGFPE: msg("an arithmetic fault (SIGFPE)"),
 }
 
 
@@ -34,7 +36,7 @@ def read_submission_files(root: Path) -> dict[str, bytes]:
             data = p.read_bytes()
             total += len(data)
             if total > MAX_SUBMISSION_BYTES:
-                raise JailSandbox("the submission's files are larger than the jail accepts")
+                raise JailSandbox(msg("the submission's files are larger than the jail accepts"))
             files[p.name] = data
     return files
 
@@ -71,8 +73,8 @@ class Jail:
             for fd in (self._to_jail, self._from_jail):
                 os.close(fd)
             self._to_jail = self._from_jail = -1
-            self.ended = {"error": str(exc)}
-            raise JailSandbox(f"no jail could be started: {exc}") from None
+            self.ended = {"error": message_of(exc)}
+            raise JailSandbox(msg("no jail could be started: {detail}", detail=message_of(exc))) from None
         finally:
             os.close(to_jail_r)
             os.close(from_jail_w)
@@ -100,9 +102,11 @@ class Jail:
                     raise self._classify(self.ended)
                 reply = self._receive(timeout if timeout is not None else self._ready_timeout)
                 if "error" in reply:
-                    raise JailSandbox(f"the jail could not be set up: {reply['error'].get('message', '')}")
+                    raise JailSandbox(msg("the jail could not be set up: {detail}",
+                                          detail=str(reply["error"].get("message", ""))))
                 if not isinstance(reply["ok"], dict):
-                    raise JailCrash("the jail broke the protocol (a ready reply that is not a record)")
+                    raise JailCrash(msg("the jail broke the protocol ({detail})",
+                                        detail=msg("a ready reply that is not a record")))
             except BaseException:
                 self.close()
                 raise
@@ -125,8 +129,10 @@ class Jail:
             error = LearnerError(reply["error"])
             if error.memory:
                 self.kill()       # a process that ran out of memory is not trusted with the next check
-                raise JailMemory(f"the submission ran out of memory (limit {self.limits.memory_mb} MiB): "
-                                 f"{error.type_name}: {error.learner_message[:500]}")
+                text = error.learner_message
+                raise JailMemory(msg("the submission ran out of memory (limit {mb} MiB): {type}: {message}",
+                                     mb=self.limits.memory_mb, type=error.type_name,
+                                     message=text if isinstance(text, Message) else text[:500]))
             raise error
         return reply["ok"]
 
@@ -144,7 +150,8 @@ class Jail:
             left = deadline - time.monotonic()
             if left <= 0 or not self._poll_out.poll(left * 1000):
                 self.kill()
-                raise JailTimeout(f"the jail did not read its input within {timeout:.0f} s")
+                raise JailTimeout(msg("the jail did not read its input within {seconds:.0f} s",
+                                      seconds=timeout))
 
     def _receive(self, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
@@ -159,7 +166,8 @@ class Jail:
         except (wire.WireError, ValueError, KeyError, TypeError, RecursionError,
                 UnicodeDecodeError) as exc:
             self.kill()
-            raise JailCrash(f"the jail broke the protocol ({type(exc).__name__}: {str(exc)[:200]})") from None
+            raise JailCrash(msg("the jail broke the protocol ({detail})",
+                                detail=f"{type(exc).__name__}: {str(exc)[:200]}")) from None
 
     def _read(self, n: int, deadline: float, timeout: float) -> bytes:
         """n bytes from the jail; what it sent beyond them stays buffered for the next frame."""
@@ -168,7 +176,7 @@ class Jail:
             left = deadline - time.monotonic()
             if left <= 0 or not self._poll_in.poll(left * 1000):
                 self.kill()
-                raise JailTimeout(f"no answer within {timeout:.0f} s")
+                raise JailTimeout(msg("no answer within {seconds:.0f} s", seconds=timeout))
             chunk = os.read(self._from_jail, max(n - len(buf), 1 << 16))
             if not chunk:
                 raise self._death()
@@ -184,36 +192,37 @@ class Jail:
             try:
                 self.ended = self.zygote.reap(self.id, grace=2.0) or {"exit": None}
             except launcher.ZygoteError as exc:
-                self.ended = {"error": str(exc)}
+                self.ended = {"error": message_of(exc)}
         return self._classify(self.ended)
 
     def _classify(self, ended: dict) -> JailError:
         cpu_limit = self.limits.for_jail()["cpu_seconds"]
         if "error" in ended:
-            return JailSandbox(f"the jail's zygote failed: {ended['error']}")
+            return JailSandbox(msg("the jail's zygote failed: {detail}", detail=ended["error"]))
         if ended.get("alive"):
-            return JailCrash("the submission closed its connection to the grader and was stopped")
+            return JailCrash(msg("the submission closed its connection to the grader and was stopped"))
         sig = ended.get("signal")
         if sig is not None:
             if sig == signal.SIGKILL and ended.get("killed"):
-                return JailCrash("the jail was stopped by the grader")
+                return JailCrash(msg("the jail was stopped by the grader"))
             if sig == signal.SIGXCPU or (sig == signal.SIGKILL and ended.get("cpu", 0) >= cpu_limit - 1):
-                return JailTimeout(f"the submission used up its {cpu_limit:.0f} s of CPU time")
+                return JailTimeout(msg("the submission used up its {seconds:.0f} s of CPU time",
+                                       seconds=cpu_limit))
             if sig == signal.SIGKILL:
-                return JailMemory("the process was killed (SIGKILL) by the kernel, most likely for "
-                                  "using too much memory")
+                return JailMemory(msg("the process was killed (SIGKILL) by the kernel, most likely for "
+                                      "using too much memory"))
             if sig == signal.SIGSYS:
-                return JailSandbox("the submission made a system call the jail forbids (such as mount, "
-                                   "ptrace, unshare or bpf) and was stopped")
+                return JailSandbox(msg("the submission made a system call the jail forbids (such as "
+                                       "mount, ptrace, unshare or bpf) and was stopped"))
             if sig == signal.SIGXFSZ:
-                return JailCrash(f"the submission wrote more than {self.limits.file_size_mb} MiB "
-                                 "(printed output or a file) and was stopped")
-            words = SIGNAL_WORDS.get(sig, f"signal {signal.Signals(sig).name}"
-                                     if sig in signal.valid_signals() else f"signal {sig}")
-            return JailCrash(f"the process died with {words}")
-        code = ended.get("exit")
-        return JailCrash(f"the process exited (code {code}) while the grader was waiting for an "
-                         "answer: exit(), os._exit() or a fatal error in the submission")
+                return JailCrash(msg("the submission wrote more than {mb} MiB (printed output or a "
+                                     "file) and was stopped", mb=self.limits.file_size_mb))
+            words = SIGNAL_WORDS.get(sig) or msg("signal {name}", name=signal.Signals(sig).name
+                                                 if sig in signal.valid_signals() else str(sig))
+            return JailCrash(msg("the process died with {signal}", signal=words))
+        return JailCrash(msg("the process exited (code {code}) while the grader was waiting for an "
+                             "answer: exit(), os._exit() or a fatal error in the submission",
+                             code=str(ended.get("exit"))))
 
     def output(self) -> str:
         """What the learner's code printed, capped."""
@@ -303,7 +312,7 @@ def default_zygote():
     try:
         return launcher.default_zygote()
     except launcher.ZygoteError as exc:
-        raise JailSandbox(f"no jail could be started: {exc}") from None
+        raise JailSandbox(msg("no jail could be started: {detail}", detail=message_of(exc))) from None
 
 
 def read_output(file, cap: int) -> str:

@@ -27,6 +27,7 @@ from pathlib import Path
 from grader.errors import ZygoteError
 from grader.jail.sandbox import processes_of_uid  # noqa: F401  (doctor and tests call it here)
 from grader.limits import Limits
+from grader.locale import msg
 
 JAIL_DIR = Path(__file__).resolve().parent
 JAIL_FILES = ("zygote.py", "sandbox.py", "worker.py", "wire.py")
@@ -53,7 +54,7 @@ def find_bwrap() -> str | None:
 def requested_mode() -> str:
     mode = os.environ.get("GRADER_JAIL", "auto").strip().lower() or "auto"
     if mode not in ("auto", "bubblewrap", "process"):
-        raise ZygoteError(f"GRADER_JAIL={mode!r}: expected auto, bubblewrap or process")
+        raise ZygoteError(msg("GRADER_JAIL={mode}: expected auto, bubblewrap or process", mode=repr(mode)))
     return mode
 
 
@@ -161,8 +162,8 @@ class Zygote:
         self._errors = tempfile.TemporaryFile(prefix="grader-zygote-")  # noqa: SIM115 - the zygote's stderr, for life
         bwrap = find_bwrap() if self.requested in ("auto", "bubblewrap") else None
         if self.requested == "bubblewrap" and bwrap is None:
-            raise ZygoteError("GRADER_JAIL=bubblewrap but bwrap is not installed "
-                              "(Debian/Ubuntu: apt-get install bubblewrap)")
+            raise ZygoteError(msg("GRADER_JAIL=bubblewrap but bwrap is not installed "
+                                  "(Debian/Ubuntu: apt-get install bubblewrap)"))
         if bwrap is None and self.requested == "auto":
             self.warning = "bubblewrap (bwrap) is not installed."
         elif self.requested == "process":
@@ -221,16 +222,17 @@ class Zygote:
 
     def _recv(self, timeout: float) -> dict:
         if self.sock is None:             # stopped: a start that failed, or closed
-            raise ZygoteError(f"the zygote is not running{self._stderr()}")
+            raise ZygoteError(msg("the zygote is not running{stderr}", stderr=self._stderr()))
         self.sock.settimeout(timeout)
         try:
             data = self.sock.recv(1 << 16)
         except (TimeoutError, OSError) as exc:
             self._stop()
-            raise ZygoteError(f"the zygote did not answer ({exc}){self._stderr()}") from None
+            raise ZygoteError(msg("the zygote did not answer ({error}){stderr}", error=str(exc),
+                                  stderr=self._stderr())) from None
         if not data:
             self._stop()
-            raise ZygoteError(f"the zygote exited{self._stderr()}")
+            raise ZygoteError(msg("the zygote exited{stderr}", stderr=self._stderr()))
         reply = json.loads(data)
         if "error" in reply:
             raise ZygoteError(reply["error"])
@@ -249,7 +251,7 @@ class Zygote:
         self.wait_ready()
         with self.lock:
             if not self.alive:
-                raise ZygoteError(f"the zygote is not running{self._stderr()}")
+                raise ZygoteError(msg("the zygote is not running{stderr}", stderr=self._stderr()))
             assert self.sock is not None  # alive
             if not reply:
                 message = {**message, "reply": False}
@@ -257,7 +259,7 @@ class Zygote:
                 socket.send_fds(self.sock, [json.dumps(message).encode()], list(fds))
             except OSError as exc:
                 self._stop()
-                raise ZygoteError(f"the zygote stopped answering ({exc})") from None
+                raise ZygoteError(msg("the zygote stopped answering ({error})", error=str(exc))) from None
             return self._recv(timeout) if reply else None
 
     def spawn(self, jail_id: int, uid: int, gid: int, limits: dict, fds, cpu: int | None = None) -> None:

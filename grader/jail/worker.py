@@ -209,13 +209,14 @@ def describe(exc: BaseException) -> dict:
             where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
     if isinstance(exc, SyntaxError) and exc.filename and exc.filename.startswith(ROOT):
         where = f"{os.path.basename(exc.filename)}:{exc.lineno}"
+    # what happened is sent as flags: the grader words the message (in the learner's language)
+    flags = {}
     try:
         message = str(exc)[:wire.MAX_STRING]
     except BaseException:  # noqa: BLE001 - a learner's exception may lie in __str__ too
-        message = "<the exception's message could not be read>"
+        message, flags["unreadable"] = "", True
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
-        message += (" (the jail limits what a submission may write, its printed output "
-                    "included; this submission wrote more than that)")
+        flags["too_large"] = True
     memory = isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM) or (
         isinstance(exc, RuntimeError) and ("can't allocate memory" in message
                                            or "not enough memory" in message))
@@ -224,7 +225,7 @@ def describe(exc: BaseException) -> dict:
     except BaseException:  # noqa: BLE001
         type_name, mro = "Exception", ["Exception", "BaseException", "object"]
     return {"type": str(type_name)[:200], "mro": [str(n)[:200] for n in mro[:32]],
-            "message": message, "where": where, "memory": memory}
+            "message": message, "where": where, "memory": memory, **flags}
 
 
 def read_exact(fd, n):
@@ -273,7 +274,7 @@ def answer(worker, body) -> bytes:
     except wire.WireError as exc:
         return wire.encode({"error": {
             "type": "WireError", "mro": ["WireError", "Exception"], "where": None, "memory": False,
-            "message": f"what your code returned cannot be sent to the grader: {exc}"}})
+            "message": str(exc), "unsendable": True}})
     except BaseException as exc:  # noqa: BLE001
         return wire.encode({"error": describe(exc)})
 

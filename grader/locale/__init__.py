@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import math
 import os
-import re
 import string
 from functools import cache
 from pathlib import Path
@@ -153,6 +152,12 @@ def message_fields(message, limit: int = MAX_PARAM) -> dict:
     return dict(message=str(message)[:limit])
 
 
+def message_of(exc: BaseException):
+    """What an exception says: the Message it was raised with, or else its text."""
+    first = exc.args[0] if len(exc.args) == 1 else None
+    return first if isinstance(first, Message) else str(exc)
+
+
 def _restore(msgid, params, cap):
     return Message(msgid, params, cap)
 
@@ -258,109 +263,22 @@ def _render(msgid: str, params: dict, lang: str, cap: bool = False) -> str:
 
 
 def render(message, lang: str = DEFAULT_LANG, msgid: str | None = None, params: dict | None = None) -> str:
-    """Show a message in `lang`: a Message, stored (msgid, params), or plain English text.
+    """Show a message in `lang`: a Message, stored (msgid, params), or plain text.
 
-    Plain text without a msgid is matched against the catalog's templates (text that code outside
-    the grader's checks produced, such as jail and submission errors); unknown text stays English.
-    """
+    Plain text without a msgid (a grade stored before its message had an id, text that is data)
+    is shown as it is: every learner-facing message is made as a Message where it is decided."""
     lang = normalize_lang(lang)
     if isinstance(message, Message):
         return message.render(lang)
     if msgid:
         stored = Message.from_data({"id": msgid, "params": params or {}})
         return stored.render(lang)
-    text = "" if message is None else str(message)
-    return text if lang == DEFAULT_LANG else localize_text(text, lang)
+    return "" if message is None else str(message)
 
 
 def translate(text: str, lang: str) -> str:
     """A constant string (a title, a label) in `lang`."""
     return gettext(text, lang)
-
-
-# -- reverse lookup: English text back to (msgid, params) -----------------------------------------
-
-_REVERSE_LIMIT = 4096         # longer text is shown as it is (no regex over big learner text)
-
-
-@cache
-def _patterns(lang: str) -> tuple:
-    found = []
-    for msgid in _catalog_ids(lang):
-        if "{" not in msgid:
-            continue
-        literal = re.sub(r"\{[^{}]*\}", "", msgid)
-        if len(re.sub(r"[^A-Za-z]", "", literal)) < 4:
-            continue                        # "{a}; {b}" would match any text: not a template to guess
-        regex, names = _template_regex(msgid)
-        if regex is not None:
-            found.append((len(literal), msgid, regex, names))
-    found.sort(key=lambda x: -x[0])         # the most specific template first
-    return tuple((msgid, regex, names) for _, msgid, regex, names in found)
-
-
-@cache
-def _catalog_ids(lang: str) -> tuple[str, ...]:
-    cat = catalog(lang)
-    if cat is None:
-        return ()
-    return tuple(m.id for m in cat if isinstance(m.id, str) and m.id and m.string and not m.fuzzy)
-
-
-def _template_regex(template: str):
-    parts, names, seen = [], {}, {}
-    try:
-        parsed = list(string.Formatter().parse(template))
-    except ValueError:
-        return None, {}
-    for literal, field, _spec, _conv in parsed:
-        parts.append(re.escape(literal))
-        if field is None:
-            continue
-        if field in seen:
-            parts.append(f"(?P={seen[field]})")
-            continue
-        group = f"g{len(seen)}"
-        seen[field] = group
-        names[group] = field
-        parts.append(f"(?P<{group}>.*?)")
-    return re.compile("".join(parts), re.DOTALL), names
-
-
-def parse_text(text: str, lang: str = "zh-TW") -> tuple[str, dict] | None:
-    """(msgid, params) whose English rendering is `text`, if the catalog has such a template."""
-    if not text or len(text) > _REVERSE_LIMIT:
-        return None
-    if gettext(text, lang) != text:
-        return text, {}
-    for msgid, regex, names in _patterns(normalize_lang(lang)):
-        m = regex.fullmatch(text)
-        if m:
-            return msgid, {names[g]: v for g, v in m.groupdict().items()}
-    return None
-
-
-def recognize(text: str):
-    """A Message for English text that a known template produced (jail and submission errors,
-    written by code that builds plain strings); the text itself when none did."""
-    found = parse_text(text, "zh-TW")
-    if found is None:
-        return text
-    message = Message(*found)
-    return message if str.__str__(message) == text else text
-
-
-def localize_text(text: str, lang: str, _depth: int = 0) -> str:
-    lang = normalize_lang(lang)
-    if lang == DEFAULT_LANG or not text:
-        return text
-    found = parse_text(text, lang)
-    if found is None:
-        return text
-    msgid, params = found
-    if _depth < 3:
-        params = {k: localize_text(v, lang, _depth + 1) for k, v in params.items()}
-    return _render(msgid, params, lang)
 
 
 # -- numbers as the reports show them --------------------------------------------------------------
@@ -377,5 +295,5 @@ def number(value, digits: int = 4) -> str:
 
 
 __all__ = ["LANGS", "DEFAULT_LANG", "Message", "msg", "N_", "normalize_lang", "lang_from_env",
-           "catalog", "translations", "gettext", "translate", "render", "localize_text", "recognize", "parse_text",
-           "has_translation", "number", "po_path", "join", "message_fields"]
+           "catalog", "translations", "gettext", "translate", "render", "has_translation", "number",
+           "po_path", "join", "message_fields", "message_of"]

@@ -6,9 +6,12 @@ from pathlib import Path
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 
+from grader.errors import UsageError
 
-class StoreError(RuntimeError):
-    """The gradebook cannot be opened or used (bad URL, missing driver, unknown schema)."""
+
+class StoreError(UsageError, RuntimeError):
+    """The gradebook cannot be opened or used (bad URL, missing driver, unknown schema, a file
+    that does not exist for a command that only reads): exit code 2."""
 
 
 def normalize_url(db: str) -> str:

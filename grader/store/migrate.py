@@ -15,12 +15,12 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
-from grader.store.engine import make_engine
+from grader.store.engine import StoreError, make_engine
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 
-class SchemaError(RuntimeError):
+class SchemaError(StoreError):
     """The gradebook's schema is one this grader does not know (written by a newer grader)."""
 
 

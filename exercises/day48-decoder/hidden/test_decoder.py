@@ -321,7 +321,7 @@ def test_apply_rope(submission):
             reduction=largest * largest,   # the angle reaches `largest` radians, as for sin above
             variants={"rope-half-split": (rope_half_split(x.double(), p, theta or 10000.0),
                 msg("you rotate the pairs (x[i], x[i + d/2]) (the 'rotate_half' layout of some "
-                    "libraries). SPEC's RoPE rotates adjacent pairs (x[2i], x[2i+1]): "
+                    "libraries). The exercise's RoPE rotates adjacent pairs (x[2i], x[2i+1]): "
                     "x0, x1 = x[..., 0::2], x[..., 1::2]."))},
             hint=msg("Pair i = (x[..., 2i], x[..., 2i+1]) rotates by a = p * theta^(-2i/d): "
                      "(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a), with p from "
@@ -426,7 +426,7 @@ def test_mlp_matches_reference(submission):
             learner(x), reference(x.double()), f"MLP({describe_config(cfg)})",
             rule="api-contract", day=FFN_DAY, reduction=max(d_ff, cfg["d_model"]),
             variants={"tanh-gelu": (mlp_tanh(reference, x.double()),
-                msg("you use the tanh approximation of GELU (GPT-2's original). SPEC's MLP uses "
+                msg("you use the tanh approximation of GELU (GPT-2's original). The exercise's MLP uses "
                     "the exact GELU x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))): F.gelu(x) or "
                     "nn.GELU() without approximate='tanh'."))},
             hint=msg("MLP(x) = proj(GELU(fc(x))) with fc: d_model -> d_ff (d_ff None means "
@@ -469,7 +469,7 @@ def test_block_is_pre_ln(submission):
             continue
         if same(got, post_ln, tol):
             fail(msg("{what} is Post-LN: it normalises after adding the residual, x = ln_1(x + "
-                     "attn(x)). SPEC's block is Pre-LN: {pre_ln}. Pre-LN keeps an identity path "
+                     "attn(x)). The exercise's block is Pre-LN: {pre_ln}. Pre-LN keeps an identity path "
                      "from every block's output back to the embeddings, which is why deep stacks "
                      "train stably.", what=what, pre_ln=PRE_LN), symptoms=["value-mismatch"],
                  diagnosis=[{"rule": "pre-ln-residual", "day": NORM_DAY, "mutant": "post-ln",
@@ -565,7 +565,7 @@ def test_gpt_uses_positions(submission):
     base = expect_shape(gpt_forward(learner, idx)[0], shape, "GPT logits")
     if is_close(changed, base, tol):
         fail(msg("loading a different table into GPT.wpe did not change your GPT's logits: wpe "
-                 "is not used. SPEC's GPT uses learned positions: x = wte(idx) + wpe(arange(T))."),
+                 "is not used. The exercise's GPT uses learned positions: x = wte(idx) + wpe(arange(T))."),
              symptoms=["value-mismatch"],
              diagnosis=[{"rule": "positional-encoding", "day": POSITIONS_DAY,
                          "mutant": "missing-positional-embedding",
@@ -592,7 +592,7 @@ def test_gpt_loss_is_cross_entropy(submission):
                           "batch and time so each position is one example, averaged over all B*T."))
     _, none = gpt_forward(learner, idx)
     if none is not None:
-        fail(msg("GPT(idx) without targets returned a loss ({type}); SPEC says None.",
+        fail(msg("GPT(idx) without targets returned a loss ({type}); without targets the loss is None.",
                  type=type(none).__name__))
 
 
@@ -669,8 +669,9 @@ def shared(rows, a, b):
     objects = {r["name"]: r["object"] for r in rows}
     for name in (a, b):
         if name not in objects:
-            fail(msg("your GPT has no parameter named {name}; SPEC fixes .wte = "
-                     "nn.Embedding(V, d) and .lm_head = nn.Linear(d, V, bias=False).", name=name),
+            fail(msg("your GPT has no parameter named {name}; the exercise fixes .wte = "
+                     "nn.Embedding(V, d) and .lm_head = nn.Linear(d, V, bias=False) (see the "
+                     "starter's docstrings).", name=name),
                  got=sorted(objects))
     return objects[a] == objects[b]
 
@@ -714,7 +715,7 @@ def test_gpt_parameter_ledger(submission):
             parts = ([msg("missing {names}", names=", ".join(missing[:6]))] if missing else []) + \
                     ([msg("unexpected {names}", names=", ".join(extra[:6]))] if extra else []) + \
                     ([msg("wrong shape {items}", items=join(wrong[:6], "; "))] if wrong else [])
-            fail(msg("{module} does not have SPEC's parameters: {problems}. Per block: ln_1 and "
+            fail(msg("{module} does not have the parameters the exercise asks for: {problems}. Per block: ln_1 and "
                      "ln_2 (weight and bias, d each), attn.w_q/w_k/w_v/w_o (d x d), mlp.fc (d_ff x "
                      "d) and mlp.proj (d x d_ff), biases on the Linears only if config.bias; then "
                      "wte (V x d), wpe (block_size x d), ln_f, lm_head (V x d, no bias). The toy "
