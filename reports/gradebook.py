@@ -98,5 +98,5 @@ def export_row(c) -> dict:
 def render_export_csv(current) -> str:
     """The gradebook export: EXPORT_COLUMNS, one row per current grade. Numbers and booleans are
     written as Python writes them (7.0, True), as this export always has."""
-    return _table(EXPORT_COLUMNS, ({k: guard(v) if isinstance(v, str) else v for k, v in export_row(c).items()}
-                                   for c in current))
+    rows = ({k: guard(v) if isinstance(v, str) else v for k, v in export_row(c).items()} for c in current)
+    return _table(EXPORT_COLUMNS, rows)

@@ -44,4 +44,4 @@ main.add_command(batch.batch)
 main.add_command(batch.regrade)
 main.add_command(gradebook.gradebook)
 
-__all__ = ["main", "EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE", "get_exercise", "usage_error"]
+__all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "get_exercise", "main", "usage_error"]

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import click
 
-from grader.cli.common import EXIT_PASS, db_option, get_exercise, lang_option, open_gradebook, usage_error, write_out
+from grader.cli.common import (
+    EXIT_PASS,
+    db_option,
+    get_exercise,
+    lang_option,
+    open_gradebook,
+    usage_error,
+    write_out,
+)
 from reports.render import FORMATS
 
 
@@ -139,16 +147,17 @@ def _overview(info: dict, current: list, lang: str, color: bool) -> str:
     for c in current:
         g = c.grade
         when = f", graded {c.graded_at:%Y-%m-%d %H:%M} UTC" if c.graded_at else ""
-        lines.append(f"  {c.exercise}: {'PASSED' if g.passed else 'NOT PASSED'}  {g.score:g} / {g.max_score:g}"
+        verdict = "PASSED" if g.passed else "NOT PASSED"
+        lines.append(f"  {c.exercise}: {verdict}  {g.score:g} / {g.max_score:g}"
                      f"  (version {c.version[:12]}, submission {c.digest[:12]}"
                      f"{', late' if c.late else ''}{when})")
     if not current:
         lines.append("  no current grade")
     lines.append("\nsubmissions and grade runs:")
     for s in info["submissions"]:
+        files = ", ".join(f"{_clean(n, 80)} ({size} B)" for n, size in s["files"].items())
         lines.append(f"  {s['exercise']} submission {s['digest'][:12]}{' (current)' if s['current'] else ''} "
-                     f"from {_clean(s['origin'], 80) or '?'} [{s['layout']}]: "
-                     f"{', '.join(f'{_clean(n, 80)} ({size} B)' for n, size in s['files'].items()) or 'no files'}")
+                     f"from {_clean(s['origin'], 80) or '?'} [{s['layout']}]: {files or 'no files'}")
         if s["problem"]:
             lines.append(f"    problem: {_clean(s['problem'])}")
         for r in s["runs"]:
