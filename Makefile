@@ -1,5 +1,5 @@
 # The two quick-start commands (README): `make demo` and `make test`.
-.PHONY: setup demo test
+.PHONY: setup demo test lint
 
 setup:
 	@scripts/setup.sh
@@ -12,5 +12,13 @@ demo: setup
 	.venv/bin/grader batch day49-data demo/class --db demo/gradebook.db --out demo/out
 	@echo "class report: demo/out/class.html   gradebook: demo/gradebook.db"
 
+# The whole suite, then the lint: its findings never hide a test result.
 test: setup
 	.venv/bin/python -m pytest -q
+	@$(MAKE) --no-print-directory lint
+
+# ruff (lint and format check) and mypy on grader/ and reports/, as configured in pyproject.toml
+lint: setup
+	.venv/bin/ruff check grader reports
+	.venv/bin/ruff format --check grader reports
+	.venv/bin/mypy

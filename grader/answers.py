@@ -60,17 +60,11 @@ import math
 import re
 import sys
 import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Annotated, Callable, Iterable, Literal, Mapping, Sequence, Union
+from typing import Annotated, Any, Literal
 
-from grader.limits import ANSWER_CHARS as MAX_CHARS
-from grader.limits import ANSWER_DECIMAL_EXPONENT as MAX_DECIMAL_EXPONENT
-from grader.limits import ANSWER_DIMS as MAX_DIMS
-from grader.limits import ANSWER_ELEMENTS as MAX_ELEMENTS
-from grader.limits import ANSWER_EXACT_BITS as MAX_EXACT_BITS
-from grader.limits import ANSWER_SHOWN_CHARS as _SHOWN_CHARS
-from grader.locale import Message, N_, join, msg
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -83,6 +77,14 @@ from pydantic import (
     TypeAdapter,
     model_validator,
 )
+
+from grader.limits import ANSWER_CHARS as MAX_CHARS
+from grader.limits import ANSWER_DECIMAL_EXPONENT as MAX_DECIMAL_EXPONENT
+from grader.limits import ANSWER_DIMS as MAX_DIMS
+from grader.limits import ANSWER_ELEMENTS as MAX_ELEMENTS
+from grader.limits import ANSWER_EXACT_BITS as MAX_EXACT_BITS
+from grader.limits import ANSWER_SHOWN_CHARS as _SHOWN_CHARS
+from grader.locale import N_, Message, join, msg
 
 # -- limits ------------------------------------------------------------------------------------
 
@@ -144,7 +146,7 @@ class ParseError:
     code: str
 
 
-ParsedAnswer = Union[Number, NumberArray]
+ParsedAnswer = Number | NumberArray
 
 
 class _Refused(Exception):
@@ -205,10 +207,11 @@ def _notation_of_literal(literal: str) -> Notation:
     return "decimal" if "." in literal else "integer"
 
 
-def _exact_decimal(literal: str) -> Fraction:
-    """An ASCII decimal literal (underscores allowed) as an exact Fraction, within limits."""
+def _exact_decimal(literal: str) -> Fraction | float:
+    """An ASCII decimal literal (underscores allowed) as an exact Fraction, within limits (a float when
+    it is too long to compute with exactly, as _checked makes it)."""
     literal = literal.replace("_", "")
-    mantissa, _, exponent = literal.lower().partition("e")
+    _, _, exponent = literal.lower().partition("e")
     if exponent and abs(int(exponent)) > MAX_DECIMAL_EXPONENT:
         raise _Refused("too-large", msg("the exponent in {literal} is out of range "
                                         "(at most {limit} either way)", literal=_show(literal),
@@ -282,7 +285,8 @@ def _exp(x: Fraction | float) -> float:
     try:
         return math.exp(x)
     except OverflowError:
-        raise _Refused("too-large", msg("the value overflows in exp(...): it is too large to be an answer"))
+        raise _Refused("too-large",
+                      msg("the value overflows in exp(...): it is too large to be an answer")) from None
 
 
 def _sqrt(x: Fraction | float) -> Fraction | float:
@@ -320,7 +324,7 @@ def _power(base: Fraction | float, exponent: Fraction | float) -> Fraction | flo
     try:
         return math.pow(base, exponent)
     except OverflowError:
-        raise _Refused("too-large", msg("the power is too large to be an answer"))
+        raise _Refused("too-large", msg("the power is too large to be an answer")) from None
 
 
 def _binary(op: ast.operator, left: Fraction | float, right: Fraction | float) -> Fraction | float:
@@ -349,9 +353,9 @@ def _evaluate(node: ast.AST, source: str) -> Fraction | float:
         case ast.Constant(value=float()):
             return _exact_decimal(ast.get_source_segment(source, node) or "nan")
         case ast.Constant():  # True, strings, bytes, complex numbers, None, ...
+            segment = ast.get_source_segment(source, node) or ''
             raise _Refused("unsafe-expression", msg("{text} is not a number: {allowed}",
-                                                    text=repr(_show(ast.get_source_segment(source, node) or '')),
-                                                    allowed=_ALLOWED_HELP))
+                                                    text=repr(_show(segment)), allowed=_ALLOWED_HELP))
         case ast.UnaryOp(op=ast.USub(), operand=operand):
             return -_evaluate(operand, source)
         case ast.UnaryOp(op=ast.UAdd(), operand=operand):
@@ -361,7 +365,7 @@ def _evaluate(node: ast.AST, source: str) -> Fraction | float:
             try:
                 return _checked(_binary(op, a, b))
             except (ArithmeticError, ValueError):
-                raise _Refused("too-large", msg("the value is out of range"))
+                raise _Refused("too-large", msg("the value is out of range")) from None
         case ast.Name(id=name) if name.lower() in _CONSTANTS:
             return _CONSTANTS[name.lower()]
         case ast.Name(id=name):
@@ -380,7 +384,7 @@ def _evaluate(node: ast.AST, source: str) -> Fraction | float:
                 return _checked(function(*values))
             except (ArithmeticError, ValueError):  # e.g. ln of a value that rounds to 0.0
                 raise _Refused("math-domain", msg("the value of {name}(...) is out of range",
-                                                  name=name.lower()))
+                                                  name=name.lower())) from None
         case ast.Call():
             raise _Refused("unsafe-expression", msg("that function call is not allowed: {allowed}",
                                                     allowed=_ALLOWED_HELP))
@@ -395,18 +399,18 @@ def _evaluate(node: ast.AST, source: str) -> Fraction | float:
 def _parse_expression(text: str) -> ast.expr:
     try:
         return ast.parse(text, mode="eval").body
-    except Exception:  # SyntaxError, ValueError (NUL bytes), RecursionError, MemoryError
+    except Exception:  # noqa: BLE001 - SyntaxError, ValueError (NUL bytes), RecursionError, MemoryError
         if "," in text:
             raise _Refused("ambiguous-comma", msg(
                 "could not read {text}: commas are read only as thousands separators "
                 "in a single plain number (1,234,567); inside an expression write 1234567",
-                text=repr(_show(text))))
+                text=repr(_show(text)))) from None
         if "%" in text:
             raise _Refused("unreadable", msg("could not read {text}: percent signs are not "
                                              "read; write the value as a plain number",
-                                             text=repr(_show(text))))
+                                             text=repr(_show(text)))) from None
         raise _Refused("unreadable", msg("could not read {text} as a number: {forms}",
-                                         text=repr(_show(text)), forms=_FORMS_HELP))
+                                         text=repr(_show(text)), forms=_FORMS_HELP)) from None
 
 
 def _number_from_node(node: ast.expr, source: str) -> Number:
@@ -439,7 +443,7 @@ def _read_text(raw: str) -> Number | tuple[list, str]:
         _refuse_separators(raw.strip())
     node = _parse_expression(text)
     if isinstance(node, ast.List):
-        return (_list_nodes(node), text)
+        return ([_list_nodes(n) for n in node.elts], text)
     number = _number_from_node(node, text)
     return Number(number.value, raw.strip(), number.notation)
 
@@ -489,7 +493,7 @@ def _where(path: Sequence[int], ndim: int) -> Message:
     return msg("element [{path}]", path=", ".join(str(i + 1) for i in path))
 
 
-def _build_array(items: list, read_leaf: Callable[[object], Number]) -> NumberArray:
+def _build_array(items: list, read_leaf: Callable[[Any], Number]) -> NumberArray:
     """Nested lists to a rectangular NumberArray; read_leaf reads each non-list element."""
 
     def build(node: list, path: tuple[int, ...]) -> tuple[tuple[Number, ...], tuple[int, ...]]:
@@ -512,7 +516,7 @@ def _build_array(items: list, read_leaf: Callable[[object], Number]) -> NumberAr
                     ndim = depth if all(not isinstance(x, (list, tuple)) for x in node) else depth + 1
                     raise _Refused(refused.code, msg("{where}: {message}",
                                                      where=_where((*path, i), ndim),
-                                                     message=refused.message))
+                                                     message=refused.message)) from None
         shapes = {shape for _, shape in children}
         if len(shapes) > 1:
             if () in shapes:
@@ -584,7 +588,7 @@ def _or_list(items: Sequence[str], word: str = "or") -> str:
 
 # -- questions ---------------------------------------------------------------------------------
 
-_RealScalar = Union[StrictInt, StrictFloat, StrictStr]
+_RealScalar = StrictInt | StrictFloat | StrictStr
 
 
 class _QuestionBase(BaseModel):
@@ -620,7 +624,7 @@ class IntegerQuestion(_QuestionBase):
     answer: StrictInt | list[StrictInt] | list[list[StrictInt]]
 
     @model_validator(mode="after")
-    def _read_key(self) -> "IntegerQuestion":
+    def _read_key(self) -> IntegerQuestion:
         self._set_key(self.answer, integer=True)
         return self
 
@@ -641,7 +645,7 @@ class RealQuestion(_QuestionBase):
     sigfigs: int | None = Field(default=None, ge=1, le=17)
 
     @model_validator(mode="after")
-    def _tolerance_given(self) -> "RealQuestion":
+    def _tolerance_given(self) -> RealQuestion:
         if self.tol_kind == "sigfigs" and (self.sigfigs is None or self.tol is not None):
             raise ValueError(f"{self.id}: tol_kind 'sigfigs' needs sigfigs = N and no tol")
         if self.tol_kind != "sigfigs" and (self.tol is None or self.sigfigs is not None):
@@ -649,7 +653,7 @@ class RealQuestion(_QuestionBase):
         return self
 
     @model_validator(mode="after")
-    def _read_key(self) -> "RealQuestion":
+    def _read_key(self) -> RealQuestion:
         self._set_key(self.answer, integer=False)
         return self
 
@@ -662,12 +666,14 @@ class RealQuestion(_QuestionBase):
             return Fraction(repr(self.tol)) * abs(key)
         if key == 0:
             return Fraction(0)
+        assert self.sigfigs is not None  # _tolerance_given: tol_kind "sigfigs" comes with sigfigs
         return Fraction(1, 2) * Fraction(10) ** (_decimal_exponent(abs(key)) - self.sigfigs + 1)
 
     def describe_tolerance(self) -> str:
         if self.tol_kind == "abs":
             return msg("within ±{tol:g} of the answer", tol=self.tol)
         if self.tol_kind == "rel":
+            assert self.tol is not None  # _tolerance_given: tol_kind "abs" and "rel" come with tol
             return msg("within {percent:g}% of the answer", percent=self.tol * 100)
         return msg("equal to the answer to {n} significant figures", n=self.sigfigs)
 
@@ -697,7 +703,7 @@ class ChoiceQuestion(_QuestionBase):
     answer: str
 
     @model_validator(mode="after")
-    def _letters(self) -> "ChoiceQuestion":
+    def _letters(self) -> ChoiceQuestion:
         letters = list(self.options)
         if len(letters) < 2 or any(not re.fullmatch("[A-Z]", x) for x in letters):
             raise ValueError(f"{self.id}: options need two or more single capital letters A-Z")
@@ -707,12 +713,13 @@ class ChoiceQuestion(_QuestionBase):
 
 
 Question = Annotated[
-    Union[IntegerQuestion, RealQuestion, InfQuestion, ChoiceQuestion], Field(discriminator="kind")
+    IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion, Field(discriminator="kind")
 ]
 _QUESTION = TypeAdapter(Question)
 
 
-def question_from_dict(data: Mapping[str, object]) -> IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion:
+def question_from_dict(
+        data: Mapping[str, object]) -> IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion:
     """Build a question from exercise data (e.g. one `[[questions]]` table of a key file).
 
     Raises pydantic.ValidationError when the data is not a valid question.
@@ -762,7 +769,7 @@ def check_answer(question: IntegerQuestion | RealQuestion | InfQuestion | Choice
             case IntegerQuestion() | RealQuestion():
                 return _check_numbers(question, raw)
         raise TypeError(f"not a question: {type(question).__name__}")
-    except Exception:  # a bug here must not crash a grading run: fail the answer, visibly
+    except Exception:  # noqa: BLE001 - a bug here must not crash a grading run: fail the answer, visibly
         return AnswerResult(question_id=question.id, passed=False, form_error=True,
                             code="internal-error",
                             message=msg("This answer could not be checked because of a grader "
@@ -847,15 +854,15 @@ def _verdict(question: IntegerQuestion | RealQuestion, key: Number, got: Number)
         if got.is_integer and _looks_rounded(got):
             return "not-exact"
         return "wrong" if got.is_integer else "not-whole"
-    error = abs(got.value - key.value)
-    if isinstance(error, float):  # inexact somewhere: compare as floats, one rounding each side
-        return "ok" if error <= float(question.allowed_error(key.value)) else "out-of-tolerance"
-    return "ok" if error <= question.allowed_error(key.value) else "out-of-tolerance"
+    difference = got.value - key.value
+    if isinstance(difference, float):  # inexact somewhere: compare as floats, one rounding each side
+        return "ok" if abs(difference) <= float(question.allowed_error(key.value)) else "out-of-tolerance"
+    return "ok" if abs(difference) <= question.allowed_error(key.value) else "out-of-tolerance"
 
 
 def _looks_rounded(number: Number) -> bool:
     """4.19e6, 4190000.0 (a TOML float that was 4.19e6), exp(ln(64)): not written exactly."""
-    if number.notation == "scientific" or not number.is_exact:
+    if number.notation == "scientific" or not isinstance(number.value, Fraction):  # not is_exact
         return True
     return number.notation == "decimal" and abs(number.value) >= 1000 and number.value % 1000 == 0
 
@@ -901,6 +908,7 @@ def _check_numbers(question: IntegerQuestion | RealQuestion, raw: object) -> Ans
             message = msg("Expected {expected}, got {got}.", **shapes)
         return _result(question, False, "wrong-shape", message, form_error=True)
     if isinstance(got, Number):
+        assert isinstance(key, Number)  # the same shape, (): a list is never shape ()
         verdict = _verdict(question, key, got)
         if verdict == "ok":
             return _result(question, True, "correct", msg("Correct."))
@@ -908,6 +916,7 @@ def _check_numbers(question: IntegerQuestion | RealQuestion, raw: object) -> Ans
         return _result(question, False, verdict, hint=True,
                        message=Message(_SCALAR_TEXT[verdict], {"shown": _shown(got),
                                                                "tolerance": tolerance}))
+    assert isinstance(key, NumberArray)  # the same shape as got's, a list's
     return _check_elements(question, key, got)
 
 
@@ -915,7 +924,7 @@ def _check_elements(question: IntegerQuestion | RealQuestion, key: NumberArray,
                     got: NumberArray) -> AnswerResult:
     shape = key.shape
     positions = [_unravel(i, shape) for i in range(len(key.values))]
-    verdicts = [_verdict(question, k, g) for k, g in zip(key.values, got.values)]
+    verdicts = [_verdict(question, k, g) for k, g in zip(key.values, got.values, strict=True)]
     wrong = [i for i, v in enumerate(verdicts) if v != "ok"]
     if not wrong:
         return _result(question, True, "correct", msg("Correct."))
@@ -943,7 +952,7 @@ def _check_elements(question: IntegerQuestion | RealQuestion, key: NumberArray,
 
 
 def _order_notes(question, key: NumberArray, got: NumberArray, wrong: list[int],
-                 positions: list[tuple[int, ...]]) -> list[str]:
+                 positions: list[tuple[int, ...]]) -> list[Message]:
     """Point out swapped pairs and a transposed matrix: right values in the wrong places."""
     def ok(i: int, j: int) -> bool:  # learner's element i against key element j
         return _verdict(question, key.values[j], got.values[i]) == "ok"
@@ -969,7 +978,8 @@ def _positions(positions: list[tuple[int, ...]], chosen: list[int], shape: tuple
         numbers = [str(positions[i][0] + 1) for i in chosen]
         named = _or_list(numbers[:6] + ([msg("{n} more", n=len(numbers) - 6)] if len(numbers) > 6 else []),
                          "and")
-        text = msg("elements {named}", named=named) if len(chosen) > 1 else msg("element {named}", named=named)
+        text = (msg("elements {named}", named=named) if len(chosen) > 1
+                else msg("element {named}", named=named))
         return msg("{text} of {n}", text=text, n=shape[0]) if total else text
     labels = [_where(positions[i], len(shape)) for i in chosen][:6]
     if len(chosen) > 6:

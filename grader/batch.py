@@ -334,10 +334,10 @@ def grade_into(gradebook, exercise: Exercise, version: str, version_id: int, sub
         executor.close()
 
 
-def _open(db: str):
+def _open(db: str, *, create: bool = True):
     from grader.store import Gradebook, StoreError
     try:
-        return Gradebook(db)
+        return Gradebook(db, create=create)
     except StoreError as exc:
         raise BatchError(str(exc)) from None
 
@@ -493,10 +493,11 @@ def recorded_problems(stored, runs: dict) -> dict:
 
 def regrade(exercise_id: str, db: str, *, workers: int = 2, scheduler: str | None = None, force: bool = False,
             progress: bool | None = None, echo: Callable[[str], None] = print) -> tuple[Tally, list[Change]]:
-    """`grader regrade`: every stored submission against the current exercise version; what changed."""
+    """`grader regrade`: every stored submission against the current exercise version; what changed.
+    A gradebook that does not exist is a BatchError: there is nothing to regrade, and none is made."""
     exercise = load_exercise(exercise_id)
     version = exercise_version(exercise.id)
-    gradebook = _open(db)
+    gradebook = _open(db, create=False)
     try:
         version_id = gradebook.exercise_version(exercise.id, version, exercise.points, exercise.title.en)
         stored = gradebook.submissions(exercise.id, with_files=False)

@@ -154,7 +154,8 @@ def run(quick: bool = False, zygote=None) -> Report:
                     "/etc/grader-doctor"]
         wrote = probe("write", targets, "import sys  # " + canaries.token)
         leaked = [p for p, ok in wrote.items() if ok]
-        leaked += [t for t in targets if os.path.exists(t) and t.endswith(("injected.pth", "written-by-jail"))]
+        leaked += [t for t in targets
+                   if os.path.exists(t) and t.endswith(("injected.pth", "written-by-jail"))]
         report.add("write into site-packages (.pth), the jail's code, the submission or the host",
                    not leaked, f"written: {', '.join(sorted(set(leaked)))}" if leaked else "")
         net = probe("network", canaries.port, canaries.abstract)

@@ -9,8 +9,14 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from grader.answers import ChoiceQuestion, InfQuestion, IntegerQuestion, RealQuestion, check_answer
-from grader.answers import question_from_dict
+from grader.answers import (
+    ChoiceQuestion,
+    InfQuestion,
+    IntegerQuestion,
+    RealQuestion,
+    check_answer,
+    question_from_dict,
+)
 from grader.errors import ExerciseFileError, shown_path
 from grader.exercises import exercise_dir, read_toml_model
 from grader.locale import message_fields, msg
@@ -53,7 +59,7 @@ class PosedQuestion(BaseModel):
     item: QuizQuestion
     text_en: str
     text_zh: str
-    question: object
+    question: IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion
 
 
 def key_path(exercise_id: str):
@@ -91,7 +97,8 @@ def pose(exercise_id: str, student: str | None) -> list[PosedQuestion]:
     """Every question of the quiz for this learner (no id: the default variant)."""
     posed = []
     for item in load_key(exercise_id):
-        fields, params = item.engine_fields(), {}
+        fields = item.engine_fields()
+        params: dict = {}
         if item.variant:
             params, key = draw(item.variant, student or "", exercise_id, item.id)
             fields["answer"] = key
@@ -136,6 +143,7 @@ def grade_answers(exercise: Exercise, answers_file: dict, student: str | None
         warnings.append(msg("no answer given for: {ids}", ids=", ".join(missing)))
     checks = []
     for p in posed:
+        message: str
         raw = answers.get(p.item.id)
         if raw is None or raw == "":
             passed, message = False, msg("no answer given")

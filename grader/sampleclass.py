@@ -16,14 +16,17 @@ import tempfile
 from pathlib import Path
 
 from grader.exercises import exercise_dir, load_exercise
-from grader.mutants import alternatives, apply_mutant, load_mutants
+from grader.mutants import Mutant, alternatives, apply_mutant, load_mutants
 
 HOSTILE = ("import-loop", "syntax-error", "malformed-toml", "missing-file")
 
 
-def templates(exercise_id: str) -> list[tuple[str, Path | None, object]]:
+Template = tuple[str, Path | None, Mutant | None]
+
+
+def templates(exercise_id: str) -> list[Template]:
     """(kind, folder, mutant): the correct and buggy submissions there are for this exercise."""
-    out: list[tuple[str, Path | None, object]] = [("solution", exercise_dir(exercise_id) / "solution", None)]
+    out: list[Template] = [("solution", exercise_dir(exercise_id) / "solution", None)]
     out += [(f"alternative:{name}", path, None) for ex, name, path in alternatives() if ex == exercise_id]
     out += [(f"mutant:{m.id}", None, m) for m in load_mutants() if exercise_id in m.exercises]
     return out
@@ -77,6 +80,7 @@ def make_class(exercise_id: str, dest: Path, n: int, *, hostile: tuple[str, ...]
                 continue
             if mutant is not None:
                 folder = apply_mutant(mutant, exercise_id, Path(tmp) / f"m{i}")
+            assert folder is not None  # templates(): each has a folder or a mutant to make one
             built.append((kind, _read(folder, exercise.files)))
     for i in range(max(0, n - len(plan))):
         plan.append(built[i % len(built)])

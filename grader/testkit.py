@@ -7,13 +7,14 @@ back from the jail; they never import learner code.
 from __future__ import annotations
 
 import math
+from typing import NoReturn
 
 import numpy as np
 import pytest
 import torch
 
-from grader.jail.client import LearnerError  # noqa: F401  (re-exported for hidden tests)
-from grader.locale import Message, N_, msg  # noqa: F401  (re-exported for hidden tests)
+from grader.jail.client import LearnerError  # re-exported for hidden tests, and used below
+from grader.locale import N_, Message, msg  # noqa: F401  (re-exported for hidden tests)
 
 
 def check(*, points: float, rule: str, day: int, title: str = ""):
@@ -36,7 +37,7 @@ class CheckFailure(AssertionError):
         self.evidence = dict(evidence or {})
 
 
-def fail(message: str, *, symptoms=(), diagnosis=(), **evidence):
+def fail(message: str, *, symptoms=(), diagnosis=(), **evidence) -> NoReturn:
     raise CheckFailure(message, symptoms=symptoms, diagnosis=diagnosis, evidence=evidence)
 
 
@@ -195,8 +196,8 @@ def training_probe(submission, model, *, vocab_size: int, block_size: int, steps
     return ProbeResult(losses, vocab_size, floor)
 
 
-# A mean of the last 10 losses this far under the floor cannot come from learning the corpus: batch noise at these
-# sizes is a few hundredths of a nat, so 0.25 nats below ln 4 means the targets are visible.
+# A mean of the last 10 losses this far under the floor cannot come from learning the corpus: batch noise
+# at these sizes is a few hundredths of a nat, so 0.25 nats below ln 4 means the targets are visible.
 COLLAPSE_MARGIN = 0.25
 FIRST_LOSS_TOLERANCE = 0.3   # with N(0, 0.02) weights the first logits are ~0: loss ~ ln(V)
 

@@ -1,11 +1,20 @@
-"""Grades -> CSV gradebook rows: one row per grade, the same columns for every exercise.
+"""Every CSV the grader writes: its columns, its rows, and the formula-injection guard.
 
-Columns: student, exercise, score, max_score, percent, passed, error_kind, checks_passed,
-checks_total, one `score:<rule>` column per rule of SPEC (points earned on that rule's checks;
-empty when the exercise has none), then the diagnosed mutants and the symptoms (each `;`-joined).
+Two tables, each written only here:
+
+- `render_csv(grades)`: one row per Grade, the same columns for every exercise (`grader grade
+  --format csv`, and grades.csv of a batch's class report). Columns (COLUMNS): student, exercise,
+  score, max_score, percent, passed, error_kind, checks_passed, checks_total, one `score:<rule>`
+  column per rule of SPEC (points earned on that rule's checks; empty when the exercise has
+  none), then the diagnosed mutants and the symptoms (each `;`-joined).
+- `render_export_csv(current)`: the gradebook export (`grader gradebook export --format csv`),
+  one row per learner and exercise from the store's current grades (EXPORT_COLUMNS, `export_row`,
+  which `--format json` shares).
+
 Text cells are shown as every report shows learner text (reports/view.py `shown`: control and
-invisible characters written out, 1 KiB at most), and a cell that a spreadsheet would run as a
-formula (=, +, -, @ or a tab first) is prefixed with '.
+invisible characters written out, MAX_CELL bytes at most). `guard` is the one formula-injection
+guard: a cell that a spreadsheet would run as a formula (=, +, -, @, a tab or a carriage return
+first) is prefixed with '.
 """
 from __future__ import annotations
 
@@ -22,6 +31,14 @@ COLUMNS = (["student", "exercise", "score", "max_score", "percent", "passed", "e
            + ["diagnosed", "symptoms"])
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def guard(text: str) -> str:
+    """No formula injection: text that a spreadsheet would run as a formula gets a leading '."""
+    return "'" + text if text[:1] in FORMULA_START else text
+
+
 def _cell(value) -> str:
     if value is None:
         return ""
@@ -29,10 +46,7 @@ def _cell(value) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return f"{value:g}"
-    text = shown(value, MAX_CELL)
-    if text[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        text = "'" + text                     # not a formula in a spreadsheet
-    return text
+    return guard(shown(value, MAX_CELL))
 
 
 def row(grade: Grade) -> dict[str, str]:
@@ -52,10 +66,42 @@ def row(grade: Grade) -> dict[str, str]:
     return {k: _cell(values[k]) for k in COLUMNS}
 
 
-def render_csv(grades: list[Grade]) -> str:
+def _table(columns, rows) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
-    for grade in grades:
-        writer.writerow(row(grade))
+    for r in rows:
+        writer.writerow(r)
     return buf.getvalue()
+
+
+def render_csv(grades: list[Grade]) -> str:
+    return _table(COLUMNS, (row(g) for g in grades))
+
+
+# -- the gradebook export -------------------------------------------------------------------------
+
+EXPORT_COLUMNS = ("learner", "name", "email", "exercise", "score", "max_score", "passed", "status",
+                  "error_kind", "failed_checks", "diagnosis", "late", "graded_at", "exercise_version",
+                  "submission", "origin", "isolation", "grader_version")
+
+
+def export_row(c) -> dict:
+    """One current grade of the store (grader.store.CurrentGrade) as plain values, unguarded (the
+    JSON export uses them as they are; `render_export_csv` guards the text)."""
+    g = c.grade
+    return {"learner": c.learner, "name": c.name or "", "email": c.email or "", "exercise": c.exercise,
+            "score": g.score, "max_score": g.max_score, "passed": g.passed, "status": c.status,
+            "error_kind": g.error.kind if g.error else "",
+            "failed_checks": " ".join(ch.id for ch in g.checks if not ch.passed),
+            "diagnosis": " ".join(sorted({d.mutant or d.rule for d in g.diagnosis})),
+            "late": c.late, "graded_at": c.graded_at.isoformat() if c.graded_at else "",
+            "exercise_version": c.version[:12], "submission": c.digest[:12], "origin": c.origin,
+            "isolation": g.isolation, "grader_version": g.grader_version}
+
+
+def render_export_csv(current) -> str:
+    """The gradebook export: EXPORT_COLUMNS, one row per current grade. Numbers and booleans are
+    written as Python writes them (7.0, True), as this export always has."""
+    rows = ({k: guard(v) if isinstance(v, str) else v for k, v in export_row(c).items()} for c in current)
+    return _table(EXPORT_COLUMNS, rows)

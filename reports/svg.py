@@ -116,7 +116,8 @@ def loss_curve(curve: TrainingCurve, *, labels: dict, width: int = 680, height: 
         out.append(f'<text x="{left + pw + 6}" y="{y + 4:.1f}" font-size="11" fill="{color}">'
                    f'{esc(label)}</text>')
     # the curve: one polyline per run of finite losses
-    runs, run = [], []
+    runs: list[list[tuple[float, float]]] = []
+    run: list[tuple[float, float]] = []
     for i, v in enumerate(losses):
         if v is None or not math.isfinite(v):
             if run:
@@ -137,13 +138,13 @@ def loss_curve(curve: TrainingCurve, *, labels: dict, width: int = 680, height: 
         # runs of NaN/inf as red bars in the band at the top
         start = prev = nonfinite[0]
         spans = []
-        for i in nonfinite[1:] + [None]:
-            if i is not None and i == prev + 1:
-                prev = i
+        for at in nonfinite[1:] + [None]:
+            if at is not None and at == prev + 1:
+                prev = at
                 continue
             spans.append((start, prev))
-            if i is not None:
-                start = prev = i
+            if at is not None:
+                start = prev = at
         for a, b in spans:
             x0 = x_of(a * curve.stride) - 2
             x1 = x_of(b * curve.stride) + 2

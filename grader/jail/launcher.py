@@ -78,9 +78,9 @@ def private_paths() -> list[Path]:
 
 
 def _python_roots() -> list[Path]:
-    roots = []
-    for p in (sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))):
-        p = Path(p).resolve()
+    roots: list[Path] = []
+    for where in (sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))):
+        p = Path(where).resolve()
         if p.parent == p:
             continue
         if not any(p == r or r in p.parents for r in roots):
@@ -157,9 +157,9 @@ class Zygote:
         self.info: dict | None = None
         self.warning: str | None = None
         self.isolation = "process"
-        self.proc = None
-        self.sock = None
-        self._errors = tempfile.TemporaryFile(prefix="grader-zygote-")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+        self._errors = tempfile.TemporaryFile(prefix="grader-zygote-")  # noqa: SIM115 - the zygote's stderr, for life
         bwrap = find_bwrap() if self.requested in ("auto", "bubblewrap") else None
         if self.requested == "bubblewrap" and bwrap is None:
             raise ZygoteError(msg("GRADER_JAIL=bubblewrap but bwrap is not installed "
@@ -173,6 +173,7 @@ class Zygote:
     def _start(self, mode: str, bwrap: str | None):
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         if mode == "bubblewrap":
+            assert bwrap is not None  # __init__ picks bubblewrap only when it found bwrap
             argv = bwrap_argv(bwrap, child.fileno(), self.warm)
             env = {"PATH": "/usr/bin:/bin"}
         else:
@@ -220,10 +221,12 @@ class Zygote:
         return self.proc is not None and self.proc.poll() is None and self.sock is not None
 
     def _recv(self, timeout: float) -> dict:
+        if self.sock is None:             # stopped: a start that failed, or closed
+            raise ZygoteError(msg("the zygote is not running{stderr}", stderr=self._stderr()))
         self.sock.settimeout(timeout)
         try:
             data = self.sock.recv(1 << 16)
-        except (socket.timeout, OSError) as exc:
+        except (TimeoutError, OSError) as exc:
             self._stop()
             raise ZygoteError(msg("the zygote did not answer ({error}){stderr}", error=str(exc),
                                   stderr=self._stderr())) from None
@@ -249,6 +252,7 @@ class Zygote:
         with self.lock:
             if not self.alive:
                 raise ZygoteError(msg("the zygote is not running{stderr}", stderr=self._stderr()))
+            assert self.sock is not None  # alive
             if not reply:
                 message = {**message, "reply": False}
             try:

@@ -11,7 +11,7 @@ import signal
 import socket
 import time
 
-_kept = []          # sockets a stash keeps open for as long as the jail lives
+_kept: list[socket.socket] = []   # sockets a stash keeps open for as long as the jail lives
 
 
 def identity():
@@ -30,7 +30,7 @@ def exists(paths):
 
 
 def read(paths):
-    out = {}
+    out: dict[str, str | None] = {}
     for p in paths:
         try:
             with open(p, "rb") as f:
@@ -43,7 +43,8 @@ def read(paths):
 def find(needle, roots, skip=(), max_files=20000, max_seconds=20.0):
     """Walk the file system for files that contain `needle` (bounded in files and time)."""
     needle = needle.encode()
-    hits, seen, start = [], 0, time.monotonic()
+    hits: list[str] = []
+    seen, start = 0, time.monotonic()
     skip = tuple(skip) + ("/proc", "/sys", "/dev/pts")
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(root, onerror=lambda e: None):
@@ -86,7 +87,8 @@ def processes(needle):
 
 def writable(roots, skip=("/proc", "/sys"), max_dirs=20000):
     """Directories in which a new file can actually be created."""
-    found, n = [], 0
+    found: list[str] = []
+    n = 0
     token = f".grader-doctor-{os.getpid()}-{time.monotonic_ns()}"
     for root in roots:
         for dirpath, dirnames, _ in os.walk(root, onerror=lambda e: None):

@@ -61,7 +61,8 @@ def setns(fd, nstype):
 
 
 def mount(source, target, fstype, flags, data=None):
-    enc = (lambda s: s.encode() if isinstance(s, str) else s)
+    def enc(s):
+        return s.encode() if isinstance(s, str) else s
     _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)),
            f"mount {fstype or ''} on {target}")
 
@@ -137,7 +138,7 @@ def private_mounts(tmp_bytes: int):
         parked.append(spot)
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
           f"size={kib}k,nr_inodes=4096,mode=1777")
-    for point, spot in zip(kept, parked):
+    for point, spot in zip(kept, parked, strict=True):
         os.makedirs(point, 0o755, exist_ok=True)
         mount(spot, point, None, MS_BIND | MS_REC)
         mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)

@@ -37,6 +37,7 @@ _CODE_OF = {DTYPES[name]: i for i, name in enumerate(_CODES)}
 TENSOR, TUPLE, HANDLE = 1, 2, 3
 _TENSOR_HEAD = struct.Struct("<BBB")            # dtype code, is NumPy, number of dimensions
 _LENGTH = struct.Struct(">Q")
+_PLAIN: tuple[type, ...] = (int, float, str, bytes, list, tuple, dict)   # what a subclass crosses as
 PREFIX_BYTES = _LENGTH.size
 
 
@@ -67,8 +68,8 @@ def encode(value, to_handle=None) -> bytes:
             return msgpack.ExtType(HANDLE, pack_nested([v.id, v.type_name]))
         if t is int:                                   # beyond 64 bits: crosses as a float
             return _big_int(v)
-        for base in (int, float, str, bytes, list, tuple, dict):   # a subclass crosses as
-            if isinstance(v, base):                                # its plain value
+        for base in _PLAIN:                  # a subclass crosses as its plain value
+            if isinstance(v, base):
                 return base(v)
         tensor, is_numpy = _as_tensor(v)
         if tensor is not None:

@@ -56,7 +56,7 @@ class Zygote:
         self.failed: dict[int, str] = {}          # jail id -> why its spawn failed
         self.is_root = os.geteuid() == 0
         self.pidns = sandbox.PidNamespaces() if mode == "bubblewrap" else None
-        self.scratch = None
+        self.scratch: str | None = None           # process mode: the folder of the jails' folders
         self.cpus = os.sched_getaffinity(0)          # where the zygote may run, as started
         self.off_grader = self.cpus                   # the same, less the CPU the grader shares
         if mode == "process":
@@ -103,7 +103,7 @@ class Zygote:
         self._collect(block=True)
         return n
 
-    def _make_spare(self):
+    def _make_spare(self) -> dict:
         zside, jside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         if self.pidns is not None:
             self.pidns.arm()
@@ -127,13 +127,14 @@ class Zygote:
         if self.pidns is not None:
             self.pidns.disarm()
         jside.close()
-        self.spare = {"pid": pid, "sock": zside}
+        self.spare = spare = {"pid": pid, "sock": zside}
+        return spare
 
     def op_spawn(self, msg, fds):
         if len(fds) != 3:
             raise ValueError("spawn needs three file descriptors")
         jail_id = int(msg["id"])
-        record = {"uid": int(msg["uid"]), "gid": int(msg["gid"]), "killed": False}
+        record: dict = {"uid": int(msg["uid"]), "gid": int(msg["gid"]), "killed": False}
         # While a jail shares the grader's CPU, the zygote (and the spares and teardowns it
         # starts) keeps to the other CPUs: their work is off the grader's path, not in its way.
         self.off_grader = self.besides(msg.get("cpu"))
@@ -142,9 +143,8 @@ class Zygote:
             record["dir"] = self._process_dir(jail_id, record)
         assignment = json.dumps({**msg, "dir": record.get("dir")}).encode()
         for attempt in range(2):
-            if self.spare is None:
-                self._make_spare()
-            spare, self.spare = self.spare, None
+            spare = self.spare if self.spare is not None else self._make_spare()
+            self.spare = None
             try:
                 socket.send_fds(spare["sock"], [assignment], list(fds))
                 break
@@ -269,7 +269,7 @@ class Zygote:
 
     def _reap_strays(self):
         """Process mode: orphans of a jail are re-parented to the zygote (a subreaper); reap them."""
-        known = {j["pid"]: j for j in self.jails.values()}
+        known: dict[int, dict | None] = {j["pid"]: j for j in self.jails.values()}
         if self.spare is not None:
             known[self.spare["pid"]] = None
         while True:
@@ -288,6 +288,7 @@ class Zygote:
                 self.spare = None
 
     def _process_dir(self, jail_id, record):
+        assert self.scratch is not None  # made in process mode, the only mode with these folders
         base = os.path.join(self.scratch, f"jail-{jail_id}")
         os.mkdir(base, 0o711)
         os.mkdir(os.path.join(base, "submission"), 0o755)
@@ -438,9 +439,9 @@ def warm_up(torch, full: bool):
     `full` also builds an optimizer and trains two steps: the first optimizer imports
     torch._dynamo (about 1.7 s of CPU), which a jail running the training probe would otherwise
     pay again; a one-off `grader grade` of an exercise without training skips it."""
-    import wire
     import torch.nn as nn
     import torch.nn.functional as F
+    import wire
     torch.manual_seed(0)
     for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
         x = torch.randn(2, 2, 5, 8).to(dtype)
@@ -491,8 +492,9 @@ def main():
     import torch
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
-    import numpy  # noqa: F401  (warm for learners who use it)
     import encodings.idna  # noqa: F401  (sockets import it lazily; a jail's uid may not read it)
+
+    import numpy  # noqa: F401  (warm for learners who use it)
     import wire  # noqa: F401
     import worker  # noqa: F401
     t1 = time.monotonic()

@@ -13,15 +13,24 @@ from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import func, select
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
 from grader.models import Grade
 from grader.store import migrate
 from grader.store.engine import StoreError, make_engine, normalize_url, redact, sqlite_path
-from grader.store.schema import (FINAL_STATUSES, Batch, CheckRow, DiagnosisRow, ExerciseVersion,
-                                 GradeRun, Learner, Submission, SubmissionFile, utcnow)
+from grader.store.schema import (
+    FINAL_STATUSES,
+    Batch,
+    CheckRow,
+    DiagnosisRow,
+    ExerciseVersion,
+    GradeRun,
+    Learner,
+    Submission,
+    SubmissionFile,
+    utcnow,
+)
 
 # -- what goes in -------------------------------------------------------------------------------
 
@@ -105,7 +114,7 @@ class Gradebook:
         except migrate.SchemaError as exc:
             self.engine.dispose()
             raise StoreError(str(exc)) from None
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - failing to open or migrate: a StoreError naming it
             self.engine.dispose()
             raise StoreError(f"cannot open the gradebook {redact(self.url)}: "
                              f"{type(exc).__name__}: {exc}") from None
@@ -138,7 +147,9 @@ class Gradebook:
                 s.commit()
             except IntegrityError:              # another writer made it first
                 s.rollback()
-                return s.scalar(select(ExerciseVersion.id).filter_by(name=name, version=version))
+                made = s.scalar(select(ExerciseVersion.id).filter_by(name=name, version=version))
+                assert made is not None  # committed by that other writer
+                return made
             return row.id
 
     def versions(self, name: str) -> list[ExerciseVersion]:
@@ -154,7 +165,8 @@ class Gradebook:
         ids: list[int] = []
         with self.sessions() as s:
             keys = {i.learner for i in incoming}
-            learners = {l.key: l for l in s.scalars(select(Learner).where(Learner.key.in_(keys)))} if keys else {}
+            learners = ({row.key: row for row in s.scalars(select(Learner).where(Learner.key.in_(keys)))}
+                        if keys else {})
             for inc in incoming:
                 learner = learners.get(inc.learner)
                 if learner is None:
@@ -196,10 +208,10 @@ class Gradebook:
                 q = q.where(Submission.id.in_(ids))
             rows = s.execute(q).all()
             current = self._current_ids(s, exercise)
-            return [StoredSubmission(id=sub.id, learner=l.key, name=l.name, exercise=exercise,
+            return [StoredSubmission(id=sub.id, learner=who.key, name=who.name, exercise=exercise,
                                      digest=sub.digest, problem=sub.problem, current=sub.id in current,
                                      files={f.name: f.content for f in sub.files} if with_files else {})
-                    for sub, l in rows]
+                    for sub, who in rows]
 
     @staticmethod
     def _current_ids(s: Session, exercise: str) -> set[int]:
@@ -289,13 +301,13 @@ class Gradebook:
             if learner:
                 q = q.where(Learner.key == learner)
             out = []
-            for run, sub, l, ver in s.execute(q).all():
+            for run, sub, who, ver in s.execute(q).all():
                 if sub.id not in current:
                     continue
                 out.append(CurrentGrade(
-                    learner=l.key, name=l.name, email=l.email, exercise=sub.exercise, version=ver.version,
-                    submission_id=sub.id, digest=sub.digest, origin=sub.origin, late=sub.late,
-                    run_id=run.id, status=run.status, grade=self.to_grade(run),
+                    learner=who.key, name=who.name, email=who.email, exercise=sub.exercise,
+                    version=ver.version, submission_id=sub.id, digest=sub.digest, origin=sub.origin,
+                    late=sub.late, run_id=run.id, status=run.status, grade=self.to_grade(run),
                     graded_at=run.finished_at, worker=run.worker))
             return sorted(out, key=lambda c: (c.exercise, c.learner))
 
@@ -315,17 +327,17 @@ class Gradebook:
     def learner(self, key: str) -> dict | None:
         """Everything the gradebook holds on one learner, for `grader gradebook show`."""
         with self.sessions() as s:
-            l = s.scalar(select(Learner).where(Learner.key == key))
-            if l is None:
+            who = s.scalar(select(Learner).where(Learner.key == key))
+            if who is None:
                 return None
-            subs = list(s.scalars(select(Submission).where(Submission.learner_id == l.id)
+            subs = list(s.scalars(select(Submission).where(Submission.learner_id == who.id)
                                   .options(selectinload(Submission.files),
                                            selectinload(Submission.runs).selectinload(GradeRun.exercise))
                                   .order_by(Submission.exercise, Submission.id)))
             currents = set()
             for ex in {sub.exercise for sub in subs}:
                 currents |= self._current_ids(s, ex)
-            return {"learner": l.key, "name": l.name, "email": l.email, "submissions": [{
+            return {"learner": who.key, "name": who.name, "email": who.email, "submissions": [{
                 "id": sub.id, "exercise": sub.exercise, "digest": sub.digest, "current": sub.id in currents,
                 "layout": sub.layout, "origin": sub.origin, "late": sub.late, "problem": sub.problem,
                 "first_seen_at": sub.first_seen_at, "last_seen_at": sub.last_seen_at,
@@ -373,5 +385,6 @@ class Gradebook:
     def finish_batch(self, batch_id: int, *, status: str, graded: int, skipped: int, errors: int) -> None:
         with self.sessions() as s:
             b = s.get(Batch, batch_id)
+            assert b is not None  # made by start_batch
             b.status, b.graded, b.skipped, b.errors, b.finished_at = status, graded, skipped, errors, utcnow()
             s.commit()

@@ -60,10 +60,11 @@ def _run_as() -> str | None:
 
 class TempPostgres:
     def __init__(self, *, durable: bool = False):
-        self.bindir = find_bindir()
-        if self.bindir is None:
+        bindir = find_bindir()
+        if bindir is None:
             raise PostgresUnavailable("PostgreSQL server binaries (initdb, pg_ctl) not found: install "
                                       "Debian's `postgresql` (scripts/setup.sh does) or set GRADER_PG_BIN")
+        self.bindir = bindir
         self.user = _run_as()
         self.durable = durable
         self.root = Path(tempfile.mkdtemp(prefix="grader-pg-"))
@@ -73,8 +74,8 @@ class TempPostgres:
         self.started = False
 
     def _cmd(self, *argv: str) -> list[str]:
-        argv = [str(self.bindir / argv[0]), *argv[1:]]
-        return ["runuser", "-u", self.user, "--", *argv] if self.user else argv
+        cmd = [str(self.bindir / argv[0]), *argv[1:]]
+        return ["runuser", "-u", self.user, "--", *cmd] if self.user else cmd
 
     def start(self) -> TempPostgres:
         if self.user:
@@ -91,8 +92,8 @@ class TempPostgres:
                    f"-p {PORT}", "-c max_connections=60", "-c shared_buffers=32MB"]
         if not self.durable:     # a throwaway cluster: no need to survive a power cut
             options += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
-        start = subprocess.run(self._cmd("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                                         "-o", " ".join(options), "start"),
+        start = subprocess.run(self._cmd("pg_ctl", "-D", str(self.data), "-l", str(self.log),
+                                         "-w", "-t", "60", "-o", " ".join(options), "start"),
                                capture_output=True, text=True, env=env, cwd=self.root)
         if start.returncode != 0:
             log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""

@@ -20,11 +20,24 @@ add a migration (tests/test_store.py fails while the two disagree).
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
-                        MetaData, String, Text, TypeDecorator, UniqueConstraint)
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from grader.models import clean_text
@@ -35,7 +48,7 @@ STATUSES = (*FINAL_STATUSES, "error")
 
 class CleanText(TypeDecorator):
     """Text that learner output may have filled: stored the same way on every backend."""
-    impl = Text
+    impl: type[String] = Text        # Text is a String; CleanString below is the short kind
     cache_ok = True
 
     def process_bind_param(self, value, dialect):
@@ -90,18 +103,18 @@ class UTCDateTime(TypeDecorator):
         if value is None:
             return None
         if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        value = value.astimezone(timezone.utc)
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value, dialect):
         if value is None:
             return None
-        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 NAMING = {"ix": "ix_%(column_0_label)s", "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -201,7 +214,8 @@ class Batch(Base):
 
 class GradeRun(Base):
     __tablename__ = "grade_runs"
-    __table_args__ = (UniqueConstraint("submission_id", "exercise_id", "attempt", name="uq_grade_runs_attempt"),
+    __table_args__ = (UniqueConstraint("submission_id", "exercise_id", "attempt",
+                                       name="uq_grade_runs_attempt"),
                       Index("ix_grade_runs_pair", "submission_id", "exercise_id"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -2,14 +2,13 @@
 batches, grade runs, check results and diagnoses.
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-29 11:48:10.164898
 """
 from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-
 
 revision = '0001'
 down_revision = None
@@ -70,7 +69,8 @@ def upgrade() -> None:
     sa.Column('submitted_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('first_seen_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('last_seen_at', sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['learner_id'], ['learners.id'], name=op.f('fk_submissions_learner_id_learners'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['learner_id'], ['learners.id'],
+                            name=op.f('fk_submissions_learner_id_learners'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_submissions')),
     sa.UniqueConstraint('learner_id', 'exercise', 'digest', name='uq_submissions_content')
     )
@@ -99,9 +99,12 @@ def upgrade() -> None:
     sa.Column('started_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('finished_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('recorded_at', sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['batch_id'], ['batches.id'], name=op.f('fk_grade_runs_batch_id_batches'), ondelete='SET NULL'),
-    sa.ForeignKeyConstraint(['exercise_id'], ['exercises.id'], name=op.f('fk_grade_runs_exercise_id_exercises')),
-    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'], name=op.f('fk_grade_runs_submission_id_submissions'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['batch_id'], ['batches.id'],
+                            name=op.f('fk_grade_runs_batch_id_batches'), ondelete='SET NULL'),
+    sa.ForeignKeyConstraint(['exercise_id'], ['exercises.id'],
+                            name=op.f('fk_grade_runs_exercise_id_exercises')),
+    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'],
+                            name=op.f('fk_grade_runs_submission_id_submissions'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_grade_runs')),
     sa.UniqueConstraint('submission_id', 'exercise_id', 'attempt', name='uq_grade_runs_attempt')
     )
@@ -115,7 +118,8 @@ def upgrade() -> None:
     sa.Column('name', sa.String(length=255), nullable=False),
     sa.Column('content', sa.LargeBinary(), nullable=False),
     sa.Column('size', sa.Integer(), nullable=False),
-    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'], name=op.f('fk_submission_files_submission_id_submissions'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'],
+                            name=op.f('fk_submission_files_submission_id_submissions'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_submission_files')),
     sa.UniqueConstraint('submission_id', 'name', name='uq_submission_files_name')
     )
@@ -133,7 +137,8 @@ def upgrade() -> None:
     sa.Column('message', sa.Text(), nullable=False),
     sa.Column('symptoms', sa.JSON(), nullable=False),
     sa.Column('evidence', sa.JSON(), nullable=False),
-    sa.ForeignKeyConstraint(['run_id'], ['grade_runs.id'], name=op.f('fk_check_results_run_id_grade_runs'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['run_id'], ['grade_runs.id'],
+                            name=op.f('fk_check_results_run_id_grade_runs'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_check_results')),
     sa.UniqueConstraint('run_id', 'position', name='uq_check_results_position')
     )
@@ -146,7 +151,8 @@ def upgrade() -> None:
     sa.Column('mutant', sa.String(length=100), nullable=True),
     sa.Column('check_id', sa.String(length=200), nullable=True),
     sa.Column('message', sa.Text(), nullable=False),
-    sa.ForeignKeyConstraint(['run_id'], ['grade_runs.id'], name=op.f('fk_diagnoses_run_id_grade_runs'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['run_id'], ['grade_runs.id'],
+                            name=op.f('fk_diagnoses_run_id_grade_runs'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_diagnoses')),
     sa.UniqueConstraint('run_id', 'position', name='uq_diagnoses_position')
     )

@@ -43,10 +43,13 @@ submissions = sa.table('submissions', sa.column('id', sa.Integer), sa.column('le
                        sa.column('exercise', sa.String))
 learners = sa.table('learners', sa.column('id', sa.Integer), sa.column('key', sa.String))
 
-RUN_COLUMNS = [('error_message', sa.Text(), None), ('symptoms', sa.JSON(), '[]'),
-               ('warnings', sa.JSON(), '[]'), ('output', sa.Text(), '')]
-CHECK_COLUMNS = [('title', sa.Text(), ''), ('message', sa.Text(), ''), ('symptoms', sa.JSON(), '[]'),
-                 ('evidence', sa.JSON(), '{}')]
+# (name, type, server default) of the columns copied until now
+RUN_COLUMNS: list[tuple[str, sa.types.TypeEngine, str | None]] = [
+    ('error_message', sa.Text(), None), ('symptoms', sa.JSON(), '[]'), ('warnings', sa.JSON(), '[]'),
+    ('output', sa.Text(), '')]
+CHECK_COLUMNS: list[tuple[str, sa.types.TypeEngine, str]] = [
+    ('title', sa.Text(), ''), ('message', sa.Text(), ''), ('symptoms', sa.JSON(), '[]'),
+    ('evidence', sa.JSON(), '{}')]
 
 
 def _rows_by_run(conn, table, run_ids):

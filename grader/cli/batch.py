@@ -1,0 +1,90 @@
+"""Instructor commands that grade a class: `grader batch` and `grader regrade`.
+
+Small click functions over grader/batch.py and grader/store (imported when a command runs, so
+`grader grade` does not pay for SQLAlchemy or torch). Exit codes: 0 done; 1 done, but some
+submissions could not be graded because the grader failed (run the command again to retry them);
+2 usage or input error (unknown exercise, unreadable SOURCE, unusable or missing gradebook, jail
+refused).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from grader.cli.common import EXIT_FAIL, EXIT_PASS, db_option, get_exercise, lang_option, usage_error
+
+
+def executor_options(f):
+    f = click.option("--scheduler", metavar="ADDRESS",
+                     help="Grade on this Dask distributed cluster (tcp://HOST:PORT) instead of locally.")(f)
+    f = click.option("--workers", type=click.IntRange(1, 256), default=2, show_default=True,
+                     help="Local worker processes (ignored with --scheduler).")(f)
+    f = click.option("--progress/--no-progress", default=None,
+                     help="Progress bar (default: when stderr is a terminal).")(f)
+    return f
+
+
+def _run(fn, *args, **kwargs):
+    from grader.batch import BatchError
+    try:
+        return fn(*args, **kwargs)
+    except BatchError as exc:
+        usage_error(str(exc))
+    except KeyboardInterrupt:
+        click.echo("interrupted: the grades recorded so far are kept; run the same command to finish",
+                   err=True)
+        sys.exit(130)
+
+
+@click.command()
+@click.argument("exercise")
+@click.argument("source", type=click.Path(path_type=Path))
+@db_option
+@executor_options
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Write the class report (class.html), grades.csv and one JSON grade per learner here.")
+@click.option("--force", is_flag=True, help="Regrade every submission, even those already graded.")
+@lang_option
+def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, lang):
+    """Grade a class: every learner's submission for EXERCISE in SOURCE, into the gradebook.
+
+    SOURCE is a folder or a zip archive: one sub-folder, file or zip per learner, or a Canvas,
+    Moodle or Gradescope submissions download (see grader/sources.py). Only what is new or
+    changed since the last run is graded; a batch that was stopped is finished by running it again.
+    A SQLite gradebook that does not exist is created.
+    """
+    from grader.batch import run_batch
+    ex = get_exercise(exercise)
+    tally = _run(run_batch, ex.id, source, db, workers=workers, scheduler=scheduler, out=out, force=force,
+                 lang=lang, progress=progress, echo=click.echo)
+    sys.exit(EXIT_FAIL if tally.errors else EXIT_PASS)
+
+
+@click.command()
+@click.argument("exercise")
+@db_option
+@executor_options
+@click.option("--force", is_flag=True, help="Regrade even submissions already graded against this version.")
+def regrade(exercise, db, workers, scheduler, progress, force):
+    """Regrade every stored submission of EXERCISE against its current version; list changed scores.
+
+    The gradebook must exist: a missing SQLite file is an error (exit 2), and none is created."""
+    from grader.batch import regrade as run_regrade
+    ex = get_exercise(exercise)
+    tally, changes = _run(run_regrade, ex.id, db, workers=workers, scheduler=scheduler, force=force,
+                          progress=progress, echo=click.echo)
+    if not changes:
+        click.echo("no score changed")
+    else:
+        click.echo(f"{len(changes)} score{'s' if len(changes) != 1 else ''} changed:")
+        width = max(len(c.learner) for c in changes)
+        for c in sorted(changes, key=lambda c: c.learner):
+            verdict = ("" if c.old_passed == c.new_passed else
+                       "  now passes" if c.new_passed else "  no longer passes")
+            older = "" if c.current else "  (an older submission)"
+            click.echo(f"  {c.learner:{width}}  {c.old_score:g} -> {c.new_score:g} / {c.max_score:g}  "
+                       f"({c.new_score - c.old_score:+g}){verdict}{older}"
+                       + (f"  {c.name}" if c.name else ""))
+    sys.exit(EXIT_FAIL if tally.errors else EXIT_PASS)
