@@ -43,14 +43,15 @@ def failed_grade(exercise: Exercise, kind: str, message: str, checks=(), isolati
 
 
 def assemble(exercise: Exercise, checks: list[CheckResult], diagnosis: list[Diagnosis],
-             error: GradeError | None, isolation: str, output: Printed = Printed(), warnings=()) -> Grade:
+             error: GradeError | None, isolation: str, output: Printed | None = None,
+             warnings=()) -> Grade:
     symptoms: list[str] = []
     for c in checks:
         symptoms += [s for s in c.symptoms if s not in symptoms]
     score = round(sum(c.points for c in checks), 6)
     return Grade(exercise=exercise.id, passed=error is None and bool(checks) and all(c.passed for c in checks),
                  score=score, max_score=float(exercise.points), checks=checks, symptoms=symptoms,
-                 diagnosis=diagnosis, error=error, isolation=isolation, output=output,
+                 diagnosis=diagnosis, error=error, isolation=isolation, output=output or Printed(),
                  warnings=list(warnings))
 
 

@@ -28,7 +28,7 @@ SCHEMA = Path(__file__).with_name("schemas") / "gradescope-results.schema.json"
 def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dict:
     v = build_view(grade, lang, budget)
     tests = []
-    for number, (c, cv) in enumerate(zip(grade.checks, v.checks), 1):
+    for number, (c, cv) in enumerate(zip(grade.checks, v.checks, strict=True), 1):
         lines = [cv.message] if cv.message else []
         if not c.passed and cv.symptoms:
             lines.append(labelled(t("symptoms", lang), listing(cv.symptoms, lang), lang))

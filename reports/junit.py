@@ -12,8 +12,18 @@ import re
 import xml.etree.ElementTree as ET
 
 from grader.models import Grade
-from reports.view import (MAX_SHORT, Budget, PrintedView, build_view, fmt_points, labelled, listing,
-                          rule_day, shown, t)
+from reports.view import (
+    MAX_SHORT,
+    Budget,
+    PrintedView,
+    build_view,
+    fmt_points,
+    labelled,
+    listing,
+    rule_day,
+    shown,
+    t,
+)
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -43,7 +53,8 @@ def suite(grade: Grade, lang: str = "en", budget: Budget | None = None) -> ET.El
     props = ET.SubElement(el, "properties")
     for name, value in (("score", fmt_points(grade.score)), ("max_score", fmt_points(grade.max_score)),
                         ("passed", str(grade.passed).lower()), ("student", v.student or ""),
-                        ("grader_version", v.grader_version), ("isolation", shown(grade.isolation, MAX_SHORT)),
+                        ("grader_version", v.grader_version),
+                        ("isolation", shown(grade.isolation, MAX_SHORT)),
                         ("language", v.lang)):
         ET.SubElement(props, "property", {"name": name, "value": xml_text(value)})
     for d in v.diagnoses:
@@ -51,7 +62,7 @@ def suite(grade: Grade, lang: str = "en", budget: Budget | None = None) -> ET.El
                                           "value": xml_text(labelled(
                                               rule_day(d.rule_label, d.day, lang)
                                               + (f" [{d.mutant}]" if d.mutant else ""), d.message, lang))})
-    for c, cv in zip(grade.checks, v.checks):
+    for c, cv in zip(grade.checks, v.checks, strict=True):
         case = ET.SubElement(el, "testcase", {
             "classname": xml_text(f"{v.exercise}.{cv.rule}"), "name": xml_text(f"{cv.id}: {cv.title}"),
             "time": "0", "file": xml_text(v.exercise)})

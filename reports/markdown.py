@@ -82,7 +82,8 @@ def render_view(v: ReportView) -> str:
     if v.output:
         out += [f"## {t('What your code printed', lang)}", ""]
         out += [fence(v.output.start.removesuffix("\n")), ""] if v.output.start else []
-        out += [f"_… {md(t('{bytes} bytes cut', lang, bytes=v.output.cut_bytes))} …_", ""] if v.output.cut_bytes else []
+        if v.output.cut_bytes:
+            out += [f"_… {md(t('{bytes} bytes cut', lang, bytes=v.output.cut_bytes))} …_", ""]
         out += [fence(v.output.end.removesuffix("\n")), ""] if v.output.end else []
     out.append(f"<sub>{md(t('grader {version}', lang, version=v.grader_version or '?'))} · "
                f"{md(t('isolation: {isolation}', lang, isolation=v.isolation))}</sub>")

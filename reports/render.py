@@ -8,7 +8,7 @@ smaller budget for learner text, down to none.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from grader.locale import normalize_lang
 from grader.models import Grade

@@ -12,8 +12,18 @@ import unicodedata
 
 from grader.locale import number
 from grader.models import Grade
-from reports.view import (Budget, PrintedView, ReportView, build_view, fmt_points, labelled, listing,
-                          rule_day, t, utf8_len)
+from reports.view import (
+    Budget,
+    PrintedView,
+    ReportView,
+    build_view,
+    fmt_points,
+    labelled,
+    listing,
+    rule_day,
+    t,
+    utf8_len,
+)
 
 WIDTH = 80
 PRINTED_HEAD, PRINTED_TAIL = 5, 15     # lines of printed output shown: the first and the last
@@ -132,8 +142,8 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
     gap = " " * max(WIDTH - width(title) - width(right) - width(status_text), 2)
     lines = [s.bold(title) + gap + right + status]
     who = f" · {t('learner', lang)} {clean(v.student)}" if v.student else ""
-    lines += [s.dim(x) for x in wrap(f"{v.exercise}{who} · " + t("{passed} of {total} checks passed", lang,
-                                                                 passed=v.checks_passed, total=v.checks_total), WIDTH)]
+    tally = t("{passed} of {total} checks passed", lang, passed=v.checks_passed, total=v.checks_total)
+    lines += [s.dim(x) for x in wrap(f"{v.exercise}{who} · {tally}", WIDTH)]
     lines.append(s.dim("─" * WIDTH))
     if v.error_kind:
         lines.append(s.bad(labelled(t("The submission could not be graded normally", lang), v.error_label, lang)))

@@ -12,11 +12,19 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 
-from grader.limits import MESSAGE_BYTES as MAX_MESSAGE, REPORT_BYTES as MAX_REPORT, REPORT_CHROME_BYTES
+from grader.limits import MESSAGE_BYTES as MAX_MESSAGE
+from grader.limits import REPORT_BYTES as MAX_REPORT
+from grader.limits import REPORT_CHROME_BYTES
 from grader.locale import DEFAULT_LANG, join, normalize_lang, number, render, translate
 from grader.models import CheckResult, Grade, TrainingCurve, clean_text
-from reports.labels import (HIDDEN_EVIDENCE, error_label, evidence_label, isolation_label, rule_label,
-                            symptom_label)
+from reports.labels import (
+    HIDDEN_EVIDENCE,
+    error_label,
+    evidence_label,
+    isolation_label,
+    rule_label,
+    symptom_label,
+)
 
 LEARNER_BUDGET = MAX_REPORT - REPORT_CHROME_BYTES   # what learner-influenced text may use
 MAX_PRINTED = MAX_MESSAGE        # printed output a report shows (start and end together)
@@ -168,7 +176,7 @@ def message_text(message: str, message_id: str | None, params: dict, lang: str) 
         return message
 
 
-def evidence_items(evidence: dict, lang: str, budget: "Budget | None" = None) -> list[tuple[str, str]]:
+def evidence_items(evidence: dict, lang: str, budget: Budget | None = None) -> list[tuple[str, str]]:
     budget = budget or Budget()
     items = []
     for key, value in (evidence or {}).items():
@@ -225,7 +233,7 @@ def _tail(text: str, limit: int, form=visible) -> str:
     return text
 
 
-def printed_view(printed, budget: "Budget", limit: int = MAX_PRINTED, form=visible) -> PrintedView:
+def printed_view(printed, budget: Budget, limit: int = MAX_PRINTED, form=visible) -> PrintedView:
     """The start and the end of what the code printed, within `limit` bytes of the budget
     together, cut at line breaks; `cut_bytes` counts what the jail and this view left out."""
     start = getattr(printed, "start", "") if not isinstance(printed, str) else printed
@@ -236,7 +244,10 @@ def printed_view(printed, budget: "Budget", limit: int = MAX_PRINTED, form=visib
     room = max(min(limit, budget.left), 0)
     head = _head(start, room // 2 if end or utf8_len(start) > room else room, form)
     rest = room - utf8_len(form(head))
-    tail = _tail(end, rest, form) if end else _tail(start[len(head):], rest, form) if len(head) < len(start) else ""
+    if end:
+        tail = _tail(end, rest, form)
+    else:              # all was kept as the start, longer than the room: its end is shown too
+        tail = _tail(start[len(head):], rest, form) if len(head) < len(start) else ""
     dropped = utf8_len(start) + utf8_len(end) - utf8_len(head) - utf8_len(tail)
     shown_head, shown_tail = form(head), form(tail)
     budget.left -= utf8_len(shown_head) + utf8_len(shown_tail)
