@@ -13,6 +13,7 @@ command again: nothing is lost and nothing is graded twice.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -23,18 +24,16 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterator
 
 from grader import __version__
 from grader.errors import BatchError, ExerciseFileError
 from grader.exercises import exercise_dir, load_exercise
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise, Grade, GradeError
-
-
 
 # -- exercise versions ------------------------------------------------------------------------
 
@@ -63,7 +62,7 @@ _grading = threading.Lock()        # a Dask worker may run tasks in threads; gra
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def failed(exercise: Exercise, kind: str, message, student: str | None) -> Grade:
@@ -111,7 +110,7 @@ def grade_task(task: dict) -> dict:
                 except UsageError as exc:       # e.g. malformed TOML: the learner's, recorded
                     result, status = failed(exercise, "invalid-submission", message_of(exc), learner), "unreadable"
             out.update(status=status, grade=result.model_dump())
-        except Exception as exc:               # the grader's own failure: kept, retried next run
+        except Exception as exc:  # noqa: BLE001 - the grader's own failure: kept, retried next run
             tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
             out.update(status="error", message=msg("internal grader error: {detail}", detail=tb))
         out["finished_at"] = _now().isoformat()
@@ -127,19 +126,19 @@ def _init_local_worker(threads: int, warm: str = "full", share_cpu: bool = False
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)    # PR_SET_PDEATHSIG
         if os.getppid() == 1:
             os._exit(1)
-    except Exception:
+    except Exception:  # noqa: BLE001 - no prctl (not Linux): the worker just lives on
         pass
     try:
         from grader.jail.client import CpuShare
         from grader.jail.launcher import prestart
         CpuShare.enabled = share_cpu
         prestart(warm=warm)             # the zygote imports torch while this process does
-    except Exception:
+    except Exception:  # noqa: BLE001 - a warm-up only: the first grade starts the jail itself
         pass
     try:
         import torch
         torch.set_num_threads(max(1, threads))
-    except Exception:
+    except Exception:  # noqa: BLE001 - a speed setting only
         pass
 
 
@@ -150,7 +149,7 @@ class LocalPool:
 
     def __init__(self, workers: int):
         self.workers = max(1, workers)
-        self.pool = None
+        self.pool: concurrent.futures.ProcessPoolExecutor | None = None
 
     def describe(self) -> str:
         return f"local pool of {self.workers} worker process{'es' if self.workers > 1 else ''}"
@@ -162,13 +161,13 @@ class LocalPool:
         threads = max(1, (os.cpu_count() or 1) // n)
         # a zygote that serves many submissions is worth its fuller warm-up (see launcher.Zygote)
         warm = "full" if len(tasks) >= 16 * n else "basic"
-        self.pool = ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"),
-                                        initializer=_init_local_worker, initargs=(threads, warm, n == 1))
-        futures = {self.pool.submit(grade_task, t): t for t in tasks}
+        self.pool = pool = ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"),
+                                               initializer=_init_local_worker, initargs=(threads, warm, n == 1))
+        futures = {pool.submit(grade_task, t): t for t in tasks}
         for fut in as_completed(futures):
             try:
                 yield futures[fut], fut.result()
-            except BaseException as exc:        # BrokenProcessPool: a worker died
+            except BaseException as exc:  # noqa: BLE001 - BrokenProcessPool: a worker died
                 yield futures[fut], exc
 
     def close(self, cancel: bool = False) -> None:
@@ -187,7 +186,7 @@ class DaskCluster:
             raise BatchError("--scheduler needs Dask distributed: pip install 'distributed'") from None
         try:
             self.client = Client(address, timeout=timeout, set_as_default=False)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever Dask raises, the address is the cause
             raise BatchError(f"--scheduler: cannot reach the Dask scheduler at {address}: {exc}") from None
         self.address = address
 
@@ -196,7 +195,7 @@ class DaskCluster:
             workers = self.client.scheduler_info().get("workers", {})
             threads = sum(w.get("nthreads", 1) for w in workers.values())
             return f"Dask cluster at {self.address} ({len(workers)} workers, {threads} threads)"
-        except Exception:
+        except Exception:  # noqa: BLE001 - a description only
             return f"Dask cluster at {self.address}"
 
     def run(self, tasks: list[dict]) -> Iterator[tuple[dict, dict | BaseException]]:
@@ -210,7 +209,7 @@ class DaskCluster:
         for fut in as_completed(list(futures), loop=self.client.loop):
             try:
                 yield futures[fut], fut.result()
-            except BaseException as exc:        # KilledWorker, CancelledError, a lost connection
+            except BaseException as exc:  # noqa: BLE001 - KilledWorker, CancelledError, a lost connection
                 yield futures[fut], exc
 
     def close(self, cancel: bool = False) -> None:
@@ -218,7 +217,7 @@ class DaskCluster:
             if cancel and getattr(self, "_futures", None):
                 self.client.cancel(self._futures)
             self.client.close()
-        except Exception:
+        except Exception:  # noqa: BLE001 - closing a cluster connection that may be gone
             pass
 
 
@@ -275,6 +274,7 @@ def grade_into(gradebook, exercise: Exercise, version: str, version_id: int, sub
     id -> the Message of its problem (the gradebook keeps the problem as English text)."""
     problems = problems or {}
     from tqdm import tqdm
+
     from grader.store import Outcome
     todo = [s for s in submissions if s.problem is None]
     bar = tqdm(total=len(submissions), unit="grade", desc=exercise.id, file=sys.stderr,
@@ -393,7 +393,7 @@ def run_batch(exercise_id: str, source: Path, db: str, *, workers: int = 2, sche
             echo(f"  note: {note}")
         if len(found.notes) > 20:
             echo(f"  note: ... and {len(found.notes) - 20} more skipped entries")
-        problems = {i: inc.problem for i, inc in zip(ids, found.incoming) if isinstance(inc.problem, Message)}
+        problems = {i: inc.problem for i, inc in zip(ids, found.incoming, strict=True) if isinstance(inc.problem, Message)}
         grade_recorded(gradebook, exercise, version, version_id, ids, pending, tally, kind="batch",
                        source=str(source), workers=workers, scheduler=scheduler, force=force,
                        progress=progress, problems=problems)

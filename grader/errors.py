@@ -67,14 +67,14 @@ class ExerciseFileError(UsageError, ValueError):
     the file, the table and the key."""
 
     @classmethod
-    def from_validation(cls, path, error, model) -> "ExerciseFileError":
+    def from_validation(cls, path, error, model) -> ExerciseFileError:
         """The file's pydantic ValidationError (of `model`), as one line per problem:
         `exercises/x/exercise.toml: [limits]: unknown key 'wall_second'; known keys: ...`."""
         return cls("\n".join(f"{shown_path(path)}: {problem}"
                              for problem in validation_problems(error, model)))
 
     @classmethod
-    def from_toml(cls, path, error) -> "ExerciseFileError":
+    def from_toml(cls, path, error) -> ExerciseFileError:
         """A file that is not TOML (tomllib.TOMLDecodeError)."""
         return cls(f"{shown_path(path)}: not valid TOML: {error}")
 

@@ -37,13 +37,15 @@ from pathlib import Path, PurePosixPath
 from grader.errors import SourceError
 from grader.limits import ARCHIVE_BYTES as MAX_ARCHIVE_BYTES  # the caps: grader/limits.py
 from grader.limits import ARCHIVE_MEMBERS as MAX_ARCHIVE_MEMBERS
-from grader.limits import INFLATION_CHECKED_ABOVE, LEARNER_FILE_BYTES as MAX_FILE_BYTES
+from grader.limits import INFLATION_CHECKED_ABOVE
 from grader.limits import INFLATION_RATIO as MAX_RATIO
+from grader.limits import LEARNER_FILE_BYTES as MAX_FILE_BYTES
 from grader.limits import METADATA_BYTES as MAX_METADATA_BYTES
 from grader.limits import NESTED_ARCHIVE_BYTES as MAX_NESTED_BYTES
 from grader.locale import message_of, msg
 from grader.models import Exercise
 from grader.store.gradebook import Incoming
+
 IGNORED = ("__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini", "__pycache__")
 
 CANVAS = re.compile(r"^(?P<name>[^_]*?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)$", re.I)
@@ -401,7 +403,8 @@ def gradescope(tree: Tree, exercise: Exercise) -> Found:
             continue
         for person in submitters:
             person = person if isinstance(person, dict) else {}
-            def field_(k):
+
+            def field_(k, person=person):
                 v = person.get(":" + k, person.get(k))
                 return str(v).strip() if v not in (None, "") else None
             key = field_("sid") or field_("email") or field_("name")

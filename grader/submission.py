@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.errors import InvalidSubmission, UsageError  # noqa: F401  (imported from here too)
+from grader.errors import InvalidSubmission, UsageError
 from grader.limits import LEARNER_FILE_BYTES as MAX_FILE_BYTES
 from grader.locale import msg
 from grader.models import Exercise

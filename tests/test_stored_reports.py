@@ -15,8 +15,9 @@ EXERCISE = "day48-decoder"          # its training probe attaches a loss curve
 
 
 def without_durations(text: str) -> str:
-    text = re.sub(r'"duration_s": [0-9.e-]+', '"duration_s": 0', text)
-    return re.sub(r"\d+(\.\d+)? s\b", "N s", text)
+    text = re.sub(r'"(duration_s|execution_time)": [0-9.e-]+', r'"\1": 0', text)
+    text = re.sub(r'time="[0-9.]+"', 'time="N"', text)                  # JUnit
+    return re.sub(r"\d+(\.\d+)? ?(s\b|秒)", "N s", text)
 
 
 @pytest.fixture(scope="module")
@@ -42,3 +43,17 @@ def test_the_batch_grade_file_is_what_grade_prints_with_the_curve(graded_class):
     grade = json.loads(stored)
     assert not grade["passed"] and any(c["curve"] for c in grade["checks"])
     assert any(c["message_id"] for c in grade["checks"] if not c["passed"])
+
+
+@pytest.mark.parametrize("fmt", ["html", "text", "markdown", "junit", "gradescope"])
+def test_gradebook_show_renders_the_stored_grade_as_grade_renders_it(graded_class, fmt):
+    shown = run_grader("gradebook", "show", "s001", "--db", graded_class["db"], "--exercise", EXERCISE,
+                       "--format", fmt, "--lang", "zh-TW")
+    fresh = run_grader("grade", EXERCISE, graded_class["submission"], "--format", fmt, "--lang", "zh-TW",
+                       "--student", "s001")
+    assert shown.returncode == 0 and fresh.returncode == 1, shown.stderr + fresh.stderr
+    if fmt == "text":             # show adds the instructor's overview (history) before the report
+        assert without_durations(shown.stdout).endswith(without_durations(fresh.stdout))
+    else:
+        assert without_durations(shown.stdout) == without_durations(fresh.stdout)
+    assert "注意力" in fresh.stdout or "層" in fresh.stdout     # it is the zh-TW report

@@ -123,18 +123,18 @@ class Message(str):
             return str.__str__(self)
         return _render(self.msgid, self.params, lang, self.cap)
 
-    def capitalized(self) -> "Message":
+    def capitalized(self) -> Message:
         """Sentence case in English (first letter upper case); no effect on other languages."""
         return Message(self.msgid, self.params, cap=True)
 
     def to_data(self) -> dict:
-        data = {"id": self.msgid, "params": {k: _data(v) for k, v in self.params.items()}}
+        data: dict = {"id": self.msgid, "params": {k: _data(v) for k, v in self.params.items()}}
         if self.cap:
             data["cap"] = True
         return data
 
     @classmethod
-    def from_data(cls, data: dict) -> "Message":
+    def from_data(cls, data: dict) -> Message:
         params = {k: (cls.from_data(v) if _is_message_data(v) else v)
                   for k, v in (data.get("params") or {}).items()}
         return cls(str(data["id"]), params, bool(data.get("cap")))
@@ -206,7 +206,7 @@ def _freeze(value):
             got = item()
             if isinstance(got, (bool, int, float)):
                 return got
-        except Exception:
+        except Exception:  # noqa: BLE001 - a learner's object: shown as text instead
             pass
     return str(value)[:MAX_PARAM]
 
@@ -294,6 +294,23 @@ def number(value, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
-__all__ = ["LANGS", "DEFAULT_LANG", "Message", "msg", "N_", "normalize_lang", "lang_from_env",
-           "catalog", "translations", "gettext", "translate", "render", "has_translation", "number",
-           "po_path", "join", "message_fields", "message_of"]
+__all__ = [
+    "DEFAULT_LANG",
+    "LANGS",
+    "N_",
+    "Message",
+    "catalog",
+    "gettext",
+    "has_translation",
+    "join",
+    "lang_from_env",
+    "message_fields",
+    "message_of",
+    "msg",
+    "normalize_lang",
+    "number",
+    "po_path",
+    "render",
+    "translate",
+    "translations",
+]

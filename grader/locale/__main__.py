@@ -10,7 +10,7 @@ import sys
 
 from babel.messages.pofile import read_po, write_po
 
-from grader.locale import LANGS, LOCALE_DIR, DEFAULT_LANG, po_path
+from grader.locale import DEFAULT_LANG, LANGS, LOCALE_DIR, po_path
 from grader.locale.extract import template_catalog
 
 
@@ -41,7 +41,7 @@ def update() -> None:
 
 def check() -> int:
     template = template_catalog()
-    missing = {}
+    missing: dict[str, list[str]] = {}
     for lang in LANGS:
         if lang == DEFAULT_LANG:
             continue

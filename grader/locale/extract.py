@@ -62,8 +62,8 @@ def dynamic_calls(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     bad = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _name(node.func) in ("msg", "N_"):
-            if not node.args or _literal(node.args[0]) is None:
+        if isinstance(node, ast.Call) and _name(node.func) in ("msg", "N_") and (
+                not node.args or _literal(node.args[0]) is None):
                 bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     return bad
 
