@@ -1,2 +1,3 @@
 """The GPT bug-hunt grader."""
+
 __version__ = "0.1.0"

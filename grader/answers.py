@@ -53,6 +53,7 @@ Grading rules:
 - Lists compare element by element; feedback names the element (row and column in a matrix)
   and the shape, never the key's values.
 """
+
 from __future__ import annotations
 
 import ast
@@ -96,6 +97,7 @@ Notation = Literal["integer", "decimal", "scientific", "expression", "infinity"]
 
 
 # -- parsed values -----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Number:
@@ -164,8 +166,9 @@ def _show(text: str) -> str:
     return safe if len(safe) <= _SHOWN_CHARS else safe[: _SHOWN_CHARS - 1] + "…"
 
 
-_FORMS_HELP = msg("write a number (1234567, 1,234,567, 0.125, 1.5e-3) "
-                  "or a simple expression (3/4, sqrt(2), ln(10), 2**10)")
+_FORMS_HELP = msg(
+    "write a number (1234567, 1,234,567, 0.125, 1.5e-3) or a simple expression (3/4, sqrt(2), ln(10), 2**10)"
+)
 
 
 # -- text normalisation ------------------------------------------------------------------------
@@ -181,9 +184,14 @@ def _normalise(raw: str) -> str:
     text = _SUPERSCRIPT_RUN.sub(lambda m: "**(" + m.group().translate(_SUPERSCRIPTS) + ")", raw)
     for c in text:
         if unicodedata.category(c) == "No":
-            raise _Refused("unreadable", msg("{text} contains {char}: write it with digits and "
-                                             "operators (e.g. 1/2 rather than ½)",
-                                             text=repr(_show(raw)), char=repr(c)))
+            raise _Refused(
+                "unreadable",
+                msg(
+                    "{text} contains {char}: write it with digits and operators (e.g. 1/2 rather than ½)",
+                    text=repr(_show(raw)),
+                    char=repr(c),
+                ),
+            )
     text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_SYMBOLS)
     return text.strip()
 
@@ -213,9 +221,14 @@ def _exact_decimal(literal: str) -> Fraction | float:
     literal = literal.replace("_", "")
     _, _, exponent = literal.lower().partition("e")
     if exponent and abs(int(exponent)) > MAX_DECIMAL_EXPONENT:
-        raise _Refused("too-large", msg("the exponent in {literal} is out of range "
-                                        "(at most {limit} either way)", literal=_show(literal),
-                                        limit=MAX_DECIMAL_EXPONENT))
+        raise _Refused(
+            "too-large",
+            msg(
+                "the exponent in {literal} is out of range (at most {limit} either way)",
+                literal=_show(literal),
+                limit=MAX_DECIMAL_EXPONENT,
+            ),
+        )
     return _checked(Fraction(literal))
 
 
@@ -234,15 +247,26 @@ def _read_plain(text: str) -> Number | None:
 def _refuse_separators(text: str) -> None:
     """Explain why digits with separators that are not groups of three were not read."""
     if "," in text:
-        raise _Refused("ambiguous-comma", msg(
-            "{text} is ambiguous: write decimals with a point (1.5), and use commas "
-            "only between groups of three digits (1,234,567)", text=repr(_show(text))))
-    raise _Refused("bad-grouping", msg(
-        "{text} has digit groups that are not three digits long: separate thousands "
-        "as 1 234 567 or 1_234_567, or write the digits without separators", text=repr(_show(text))))
+        raise _Refused(
+            "ambiguous-comma",
+            msg(
+                "{text} is ambiguous: write decimals with a point (1.5), and use commas "
+                "only between groups of three digits (1,234,567)",
+                text=repr(_show(text)),
+            ),
+        )
+    raise _Refused(
+        "bad-grouping",
+        msg(
+            "{text} has digit groups that are not three digits long: separate thousands "
+            "as 1 234 567 or 1_234_567, or write the digits without separators",
+            text=repr(_show(text)),
+        ),
+    )
 
 
 # -- expressions -------------------------------------------------------------------------------
+
 
 def _checked(value: Fraction | float) -> Fraction | float:
     """Keep values finite and small enough to compute with; huge exact values become floats."""
@@ -285,8 +309,9 @@ def _exp(x: Fraction | float) -> float:
     try:
         return math.exp(x)
     except OverflowError:
-        raise _Refused("too-large",
-                      msg("the value overflows in exp(...): it is too large to be an answer")) from None
+        raise _Refused(
+            "too-large", msg("the value overflows in exp(...): it is too large to be an answer")
+        ) from None
 
 
 def _sqrt(x: Fraction | float) -> Fraction | float:
@@ -308,8 +333,10 @@ _FUNCTIONS: dict[str, tuple[Callable[..., Fraction | float], tuple[int, ...]]] =
     "sqrt": (_sqrt, (1,)),
 }
 _CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
-_ALLOWED_HELP = msg("only numbers, + - * / ** ^, parentheses, pi, e and the functions "
-                    "ln, log, log2, log10, exp, sqrt are allowed")
+_ALLOWED_HELP = msg(
+    "only numbers, + - * / ** ^, parentheses, pi, e and the functions "
+    "ln, log, log2, log10, exp, sqrt are allowed"
+)
 
 
 def _power(base: Fraction | float, exponent: Fraction | float) -> Fraction | float:
@@ -318,7 +345,7 @@ def _power(base: Fraction | float, exponent: Fraction | float) -> Fraction | flo
     if isinstance(base, Fraction) and isinstance(exponent, Fraction) and exponent.denominator == 1:
         bits = max(base.numerator.bit_length(), base.denominator.bit_length())
         if abs(exponent.numerator) * bits <= MAX_EXACT_BITS:
-            return base ** exponent.numerator
+            return base**exponent.numerator
     if base < 0 and not float(exponent).is_integer():
         raise _Refused("math-domain", msg("a negative number to a fractional power is not a real number"))
     try:
@@ -341,8 +368,14 @@ def _binary(op: ast.operator, left: Fraction | float, right: Fraction | float) -
             return left / right
         case ast.Pow():
             return _power(left, right)
-    raise _Refused("unsafe-expression", msg("the operator {operator} is not allowed: {allowed}",
-                                            operator=type(op).__name__, allowed=_ALLOWED_HELP))
+    raise _Refused(
+        "unsafe-expression",
+        msg(
+            "the operator {operator} is not allowed: {allowed}",
+            operator=type(op).__name__,
+            allowed=_ALLOWED_HELP,
+        ),
+    )
 
 
 def _evaluate(node: ast.AST, source: str) -> Fraction | float:
@@ -354,8 +387,10 @@ def _evaluate(node: ast.AST, source: str) -> Fraction | float:
             return _exact_decimal(ast.get_source_segment(source, node) or "nan")
         case ast.Constant():  # True, strings, bytes, complex numbers, None, ...
             segment = ast.get_source_segment(source, node) or ''
-            raise _Refused("unsafe-expression", msg("{text} is not a number: {allowed}",
-                                                    text=repr(_show(segment)), allowed=_ALLOWED_HELP))
+            raise _Refused(
+                "unsafe-expression",
+                msg("{text} is not a number: {allowed}", text=repr(_show(segment)), allowed=_ALLOWED_HELP),
+            )
         case ast.UnaryOp(op=ast.USub(), operand=operand):
             return -_evaluate(operand, source)
         case ast.UnaryOp(op=ast.UAdd(), operand=operand):
@@ -369,31 +404,51 @@ def _evaluate(node: ast.AST, source: str) -> Fraction | float:
         case ast.Name(id=name) if name.lower() in _CONSTANTS:
             return _CONSTANTS[name.lower()]
         case ast.Name(id=name):
-            raise _Refused("unsafe-expression", msg("unknown name {name}: {allowed}",
-                                                    name=repr(_show(name)), allowed=_ALLOWED_HELP))
+            raise _Refused(
+                "unsafe-expression",
+                msg("unknown name {name}: {allowed}", name=repr(_show(name)), allowed=_ALLOWED_HELP),
+            )
         case ast.Call(func=ast.Name(id=name), args=args, keywords=[]) if name.lower() in _FUNCTIONS:
             function, arities = _FUNCTIONS[name.lower()]
             if len(args) not in arities or any(isinstance(a, ast.Starred) for a in args):
                 if len(arities) == 1:
-                    raise _Refused("unsafe-expression", msg("the function {name} takes {n} argument(s)",
-                                                            name=name.lower(), n=arities[0]))
-                raise _Refused("unsafe-expression", msg("the function {name} takes {a} or {b} argument(s)",
-                                                        name=name.lower(), a=arities[0], b=arities[1]))
+                    raise _Refused(
+                        "unsafe-expression",
+                        msg("the function {name} takes {n} argument(s)", name=name.lower(), n=arities[0]),
+                    )
+                raise _Refused(
+                    "unsafe-expression",
+                    msg(
+                        "the function {name} takes {a} or {b} argument(s)",
+                        name=name.lower(),
+                        a=arities[0],
+                        b=arities[1],
+                    ),
+                )
             values = [_evaluate(a, source) for a in args]
             try:
                 return _checked(function(*values))
             except (ArithmeticError, ValueError):  # e.g. ln of a value that rounds to 0.0
-                raise _Refused("math-domain", msg("the value of {name}(...) is out of range",
-                                                  name=name.lower())) from None
+                raise _Refused(
+                    "math-domain", msg("the value of {name}(...) is out of range", name=name.lower())
+                ) from None
         case ast.Call():
-            raise _Refused("unsafe-expression", msg("that function call is not allowed: {allowed}",
-                                                    allowed=_ALLOWED_HELP))
+            raise _Refused(
+                "unsafe-expression",
+                msg("that function call is not allowed: {allowed}", allowed=_ALLOWED_HELP),
+            )
         case ast.Tuple():
-            raise _Refused("ambiguous-comma", msg(
-                "a comma here is ambiguous: write decimals with a point (1.5), thousands without "
-                "separators inside an expression, and lists as TOML arrays [a, b]"))
-    raise _Refused("unsafe-expression", msg("{node} is not allowed: {allowed}",
-                                            node=type(node).__name__, allowed=_ALLOWED_HELP))
+            raise _Refused(
+                "ambiguous-comma",
+                msg(
+                    "a comma here is ambiguous: write decimals with a point (1.5), thousands without "
+                    "separators inside an expression, and lists as TOML arrays [a, b]"
+                ),
+            )
+    raise _Refused(
+        "unsafe-expression",
+        msg("{node} is not allowed: {allowed}", node=type(node).__name__, allowed=_ALLOWED_HELP),
+    )
 
 
 def _parse_expression(text: str) -> ast.expr:
@@ -401,16 +456,26 @@ def _parse_expression(text: str) -> ast.expr:
         return ast.parse(text, mode="eval").body
     except Exception:  # noqa: BLE001 - SyntaxError, ValueError (NUL bytes), RecursionError, MemoryError
         if "," in text:
-            raise _Refused("ambiguous-comma", msg(
-                "could not read {text}: commas are read only as thousands separators "
-                "in a single plain number (1,234,567); inside an expression write 1234567",
-                text=repr(_show(text)))) from None
+            raise _Refused(
+                "ambiguous-comma",
+                msg(
+                    "could not read {text}: commas are read only as thousands separators "
+                    "in a single plain number (1,234,567); inside an expression write 1234567",
+                    text=repr(_show(text)),
+                ),
+            ) from None
         if "%" in text:
-            raise _Refused("unreadable", msg("could not read {text}: percent signs are not "
-                                             "read; write the value as a plain number",
-                                             text=repr(_show(text)))) from None
-        raise _Refused("unreadable", msg("could not read {text} as a number: {forms}",
-                                         text=repr(_show(text)), forms=_FORMS_HELP)) from None
+            raise _Refused(
+                "unreadable",
+                msg(
+                    "could not read {text}: percent signs are not read; write the value as a plain number",
+                    text=repr(_show(text)),
+                ),
+            ) from None
+        raise _Refused(
+            "unreadable",
+            msg("could not read {text} as a number: {forms}", text=repr(_show(text)), forms=_FORMS_HELP),
+        ) from None
 
 
 def _number_from_node(node: ast.expr, source: str) -> Number:
@@ -424,15 +489,19 @@ def _number_from_node(node: ast.expr, source: str) -> Number:
 
 # -- reading an answer -------------------------------------------------------------------------
 
+
 def _read_text(raw: str) -> Number | tuple[list, str]:
     """A string: one number, or (for "[...]") a nested list of ast nodes plus the source."""
     if len(raw) > MAX_CHARS:
-        raise _Refused("too-long", msg("the answer is {n} characters long; the limit is {limit}",
-                                       n=len(raw), limit=MAX_CHARS))
+        raise _Refused(
+            "too-long",
+            msg("the answer is {n} characters long; the limit is {limit}", n=len(raw), limit=MAX_CHARS),
+        )
     text = _normalise(raw)
     if len(text) > MAX_CHARS:
-        raise _Refused("too-long", msg("the answer is too long once normalised; the limit is {limit}",
-                                       limit=MAX_CHARS))
+        raise _Refused(
+            "too-long", msg("the answer is too long once normalised; the limit is {limit}", limit=MAX_CHARS)
+        )
     if not text:
         raise _Refused("empty", msg("the answer is empty: {forms}", forms=_FORMS_HELP))
     if _NAN.fullmatch(text):
@@ -458,8 +527,10 @@ def _read_scalar(raw: object) -> Number:
         case None:
             raise _Refused("missing", msg("no answer given"))
         case bool():
-            raise _Refused("not-a-number", msg("{value} is not a number: {forms}",
-                                               value=str(raw).lower(), forms=_FORMS_HELP))
+            raise _Refused(
+                "not-a-number",
+                msg("{value} is not a number: {forms}", value=str(raw).lower(), forms=_FORMS_HELP),
+            )
         case int():
             return Number(_checked(Fraction(raw)), str(raw), "integer")
         case float() if math.isnan(raw):
@@ -473,13 +544,15 @@ def _read_scalar(raw: object) -> Number:
             read = _read_text(raw)
             if isinstance(read, Number):
                 return read
-            raise _Refused("not-a-number", msg("a list inside a list must be written as a nested "
-                                               "TOML array, not as a string"))
+            raise _Refused(
+                "not-a-number",
+                msg("a list inside a list must be written as a nested TOML array, not as a string"),
+            )
         case dict():
-            raise _Refused("not-a-number", msg("a TOML table is not an answer: {forms}",
-                                               forms=_FORMS_HELP))
-    raise _Refused("not-a-number", msg("a {type} is not an answer: {forms}",
-                                       type=type(raw).__name__, forms=_FORMS_HELP))
+            raise _Refused("not-a-number", msg("a TOML table is not an answer: {forms}", forms=_FORMS_HELP))
+    raise _Refused(
+        "not-a-number", msg("a {type} is not an answer: {forms}", type=type(raw).__name__, forms=_FORMS_HELP)
+    )
 
 
 def _where(path: Sequence[int], ndim: int) -> Message:
@@ -500,8 +573,12 @@ def _build_array(items: list, read_leaf: Callable[[Any], Number]) -> NumberArray
         if len(path) >= MAX_DIMS:
             raise _Refused("too-large", msg("lists may be nested at most {n} deep", n=MAX_DIMS))
         if not node:
-            raise _Refused("empty", msg("an empty list is not an answer") if not path
-                           else msg("{where} is an empty list", where=_where(path, len(path) + 1)))
+            raise _Refused(
+                "empty",
+                msg("an empty list is not an answer")
+                if not path
+                else msg("{where} is an empty list", where=_where(path, len(path) + 1)),
+            )
         if len(node) > MAX_ELEMENTS:
             raise _Refused("too-large", msg("the list has more than {n} elements", n=MAX_ELEMENTS))
         children = []
@@ -514,21 +591,35 @@ def _build_array(items: list, read_leaf: Callable[[Any], Number]) -> NumberArray
                 except _Refused as refused:
                     depth = len(path) + 1
                     ndim = depth if all(not isinstance(x, (list, tuple)) for x in node) else depth + 1
-                    raise _Refused(refused.code, msg("{where}: {message}",
-                                                     where=_where((*path, i), ndim),
-                                                     message=refused.message)) from None
+                    raise _Refused(
+                        refused.code,
+                        msg("{where}: {message}", where=_where((*path, i), ndim), message=refused.message),
+                    ) from None
         shapes = {shape for _, shape in children}
         if len(shapes) > 1:
             if () in shapes:
-                raise _Refused("ragged", msg("the answer mixes numbers and lists: write a list of "
-                                             "numbers, or a list of rows"))
+                raise _Refused(
+                    "ragged",
+                    msg("the answer mixes numbers and lists: write a list of numbers, or a list of rows"),
+                )
             lengths = ", ".join(str(shape[0]) for _, shape in children)
             if not path:
-                raise _Refused("ragged", msg("the rows have different lengths ({lengths}): "
-                                             "every row must have the same length", lengths=lengths))
-            raise _Refused("ragged", msg("the lists inside {where} have different lengths "
-                                         "({lengths}): every row must have the same length",
-                                         where=_where(path, len(path) + 1), lengths=lengths))
+                raise _Refused(
+                    "ragged",
+                    msg(
+                        "the rows have different lengths ({lengths}): every row must have the same length",
+                        lengths=lengths,
+                    ),
+                )
+            raise _Refused(
+                "ragged",
+                msg(
+                    "the lists inside {where} have different lengths "
+                    "({lengths}): every row must have the same length",
+                    where=_where(path, len(path) + 1),
+                    lengths=lengths,
+                ),
+            )
         values = tuple(v for child, _ in children for v in child)
         if len(values) > MAX_ELEMENTS:
             raise _Refused("too-large", msg("the list has more than {n} elements", n=MAX_ELEMENTS))
@@ -563,19 +654,32 @@ def parse_choice(raw: object, letters: Iterable[str]) -> str | ParseError:
     valid = sorted(letter.upper() for letter in letters)
     listed = _or_list(valid)
     if raw is None:
-        return ParseError(msg("No answer given: answer with one letter, {letters}.", letters=listed),
-                          "missing")
+        return ParseError(
+            msg("No answer given: answer with one letter, {letters}.", letters=listed), "missing"
+        )
     if not isinstance(raw, str):
-        return ParseError(msg('Answer with the letter of one option ({letters}), written as a TOML '
-                              'string such as "A".', letters=listed), "not-a-letter")
+        return ParseError(
+            msg(
+                'Answer with the letter of one option ({letters}), written as a TOML string such as "A".',
+                letters=listed,
+            ),
+            "not-a-letter",
+        )
     if len(raw) > MAX_CHARS:
-        return ParseError(msg("The answer is too long: answer with one letter, {letters}.",
-                              letters=listed), "too-long")
+        return ParseError(
+            msg("The answer is too long: answer with one letter, {letters}.", letters=listed), "too-long"
+        )
     letter = unicodedata.normalize("NFKC", raw).translate(_INVISIBLE).strip().upper()
     if letter in valid:
         return letter
-    return ParseError(msg("{text} is not one of the options: answer with one letter, {letters}.",
-                          text=repr(_show(raw.strip())), letters=listed), "not-a-letter")
+    return ParseError(
+        msg(
+            "{text} is not one of the options: answer with one letter, {letters}.",
+            text=repr(_show(raw.strip())),
+            letters=listed,
+        ),
+        "not-a-letter",
+    )
 
 
 def _or_list(items: Sequence[str], word: str = "or") -> str:
@@ -719,7 +823,8 @@ _QUESTION = TypeAdapter(Question)
 
 
 def question_from_dict(
-        data: Mapping[str, object]) -> IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion:
+    data: Mapping[str, object],
+) -> IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion:
     """Build a question from exercise data (e.g. one `[[questions]]` table of a key file).
 
     Raises pydantic.ValidationError when the data is not a valid question.
@@ -728,6 +833,7 @@ def question_from_dict(
 
 
 # -- grading -----------------------------------------------------------------------------------
+
 
 class AnswerResult(BaseModel):
     """The verdict on one answer. `message` teaches and never reveals the key.
@@ -742,14 +848,16 @@ class AnswerResult(BaseModel):
 
     question_id: str
     passed: bool
-    message: SkipValidation[str]    # a grader.locale Message: English text that can be translated
+    message: SkipValidation[str]  # a grader.locale Message: English text that can be translated
     form_error: bool = False
     code: str
     wrong_elements: tuple[tuple[int, ...], ...] = ()
 
 
-def check_answers(questions: Iterable[IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion],
-                  answers: Mapping[str, object]) -> list[AnswerResult]:
+def check_answers(
+    questions: Iterable[IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion],
+    answers: Mapping[str, object],
+) -> list[AnswerResult]:
     """Grade a learner's `[answers]` table, one result per question, in question order.
 
     Keys in `answers` that are not question ids are ignored.
@@ -757,8 +865,9 @@ def check_answers(questions: Iterable[IntegerQuestion | RealQuestion | InfQuesti
     return [check_answer(q, answers.get(q.id)) for q in questions]
 
 
-def check_answer(question: IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion,
-                 raw: object) -> AnswerResult:
+def check_answer(
+    question: IntegerQuestion | RealQuestion | InfQuestion | ChoiceQuestion, raw: object
+) -> AnswerResult:
     """Grade one learner value against one question. Never raises on learner input."""
     try:
         match question:
@@ -770,18 +879,37 @@ def check_answer(question: IntegerQuestion | RealQuestion | InfQuestion | Choice
                 return _check_numbers(question, raw)
         raise TypeError(f"not a question: {type(question).__name__}")
     except Exception:  # noqa: BLE001 - a bug here must not crash a grading run: fail the answer, visibly
-        return AnswerResult(question_id=question.id, passed=False, form_error=True,
-                            code="internal-error",
-                            message=msg("This answer could not be checked because of a grader "
-                                        "error; please tell the course staff."))
+        return AnswerResult(
+            question_id=question.id,
+            passed=False,
+            form_error=True,
+            code="internal-error",
+            message=msg(
+                "This answer could not be checked because of a grader error; please tell the course staff."
+            ),
+        )
 
 
-def _result(question, passed: bool, code: str, message: str, *, form_error: bool = False,
-            wrong: tuple[tuple[int, ...], ...] = (), hint: bool = False) -> AnswerResult:
+def _result(
+    question,
+    passed: bool,
+    code: str,
+    message: str,
+    *,
+    form_error: bool = False,
+    wrong: tuple[tuple[int, ...], ...] = (),
+    hint: bool = False,
+) -> AnswerResult:
     if hint and question.hint:
         message = msg("{message} {hint}", message=message, hint=question.hint)
-    return AnswerResult(question_id=question.id, passed=passed, code=code, message=message,
-                        form_error=form_error, wrong_elements=wrong)
+    return AnswerResult(
+        question_id=question.id,
+        passed=passed,
+        code=code,
+        message=message,
+        form_error=form_error,
+        wrong_elements=wrong,
+    )
 
 
 def _form_error(question, error: ParseError) -> AnswerResult:
@@ -795,14 +923,22 @@ def _check_choice(question: ChoiceQuestion, raw: object) -> AnswerResult:
         if isinstance(raw, (str, int, float)) and not isinstance(raw, bool):
             said = unicodedata.normalize("NFKC", str(raw)).strip().casefold()
             if any(said == text.strip().casefold() for text in question.options.values()):
-                return _result(question, False, "not-a-letter", form_error=True, message=msg(
-                    "Answer with the option's letter ({letters}), not its text.",
-                    letters=_or_list(letters)))
+                return _result(
+                    question,
+                    False,
+                    "not-a-letter",
+                    form_error=True,
+                    message=msg(
+                        "Answer with the option's letter ({letters}), not its text.",
+                        letters=_or_list(letters),
+                    ),
+                )
         return _form_error(question, letter)
     if letter == question.answer:
         return _result(question, True, "correct", msg("Correct."))
-    return _result(question, False, "wrong", msg("{letter} is not the right choice.", letter=letter),
-                   hint=True)
+    return _result(
+        question, False, "wrong", msg("{letter} is not the right choice.", letter=letter), hint=True
+    )
 
 
 def _check_inf(question: InfQuestion, raw: object) -> AnswerResult:
@@ -810,18 +946,31 @@ def _check_inf(question: InfQuestion, raw: object) -> AnswerResult:
     if isinstance(got, ParseError):
         return _form_error(question, got)
     if isinstance(got, NumberArray):
-        return _result(question, False, "wrong-shape", form_error=True,
-                       message=msg("Expected a single value, got {shape}.",
-                                   shape=_describe_shape(got.shape)))
+        return _result(
+            question,
+            False,
+            "wrong-shape",
+            form_error=True,
+            message=msg("Expected a single value, got {shape}.", shape=_describe_shape(got.shape)),
+        )
     negative = question.answer == "-inf"
     if got.is_finite:
-        return _result(question, False, "finite", hint=True, message=msg(
-            "{shown} is a finite number. Compare the true result with the largest finite "
-            "value the dtype can hold: what does a floating-point result become when it goes "
-            "past that value (overflow)?", shown=_shown(got)))
+        return _result(
+            question,
+            False,
+            "finite",
+            hint=True,
+            message=msg(
+                "{shown} is a finite number. Compare the true result with the largest finite "
+                "value the dtype can hold: what does a floating-point result become when it goes "
+                "past that value (overflow)?",
+                shown=_shown(got),
+            ),
+        )
     if (got.value < 0) != negative:
-        return _result(question, False, "wrong-sign", msg("{shown} has the wrong sign.",
-                                                          shown=_shown(got)), hint=True)
+        return _result(
+            question, False, "wrong-sign", msg("{shown} has the wrong sign.", shown=_shown(got)), hint=True
+        )
     return _result(question, True, "correct", msg("Correct."))
 
 
@@ -867,11 +1016,13 @@ def _looks_rounded(number: Number) -> bool:
     return number.notation == "decimal" and abs(number.value) >= 1000 and number.value % 1000 == 0
 
 
-_SCALAR_TEXT: dict[str, str] = {   # msgids (grader.locale), filled with shown= and tolerance=
+_SCALAR_TEXT: dict[str, str] = {  # msgids (grader.locale), filled with shown= and tolerance=
     "not-finite": N_("{shown} is not finite: this answer is a finite number."),
     "not-whole": N_("{shown} is not a whole number: this answer is an exact integer."),
-    "not-exact": N_("{shown} is not exact: this answer is an exact integer; write all its digits "
-                    "(e.g. 1,234,567 rather than 1.23e6)."),
+    "not-exact": N_(
+        "{shown} is not exact: this answer is an exact integer; write all its digits "
+        "(e.g. 1,234,567 rather than 1.23e6)."
+    ),
     "wrong": N_("{shown} is not correct."),
     "out-of-tolerance": N_("{shown} is not {tolerance}."),
 }
@@ -902,8 +1053,10 @@ def _check_numbers(question: IntegerQuestion | RealQuestion, raw: object) -> Ans
     if got.shape != key.shape:
         shapes = dict(expected=_describe_shape(key.shape), got=_describe_shape(got.shape))
         if len(key.shape) >= 2 and math.prod(key.shape) == math.prod(got.shape):
-            message = msg("Expected {expected}, got {got}. Write a matrix as a list of rows, "
-                          "e.g. [[a, b], [c, d]].", **shapes)
+            message = msg(
+                "Expected {expected}, got {got}. Write a matrix as a list of rows, e.g. [[a, b], [c, d]].",
+                **shapes,
+            )
         else:
             message = msg("Expected {expected}, got {got}.", **shapes)
         return _result(question, False, "wrong-shape", message, form_error=True)
@@ -913,15 +1066,20 @@ def _check_numbers(question: IntegerQuestion | RealQuestion, raw: object) -> Ans
         if verdict == "ok":
             return _result(question, True, "correct", msg("Correct."))
         tolerance = question.describe_tolerance() if isinstance(question, RealQuestion) else ""
-        return _result(question, False, verdict, hint=True,
-                       message=Message(_SCALAR_TEXT[verdict], {"shown": _shown(got),
-                                                               "tolerance": tolerance}))
+        return _result(
+            question,
+            False,
+            verdict,
+            hint=True,
+            message=Message(_SCALAR_TEXT[verdict], {"shown": _shown(got), "tolerance": tolerance}),
+        )
     assert isinstance(key, NumberArray)  # the same shape as got's, a list's
     return _check_elements(question, key, got)
 
 
-def _check_elements(question: IntegerQuestion | RealQuestion, key: NumberArray,
-                    got: NumberArray) -> AnswerResult:
+def _check_elements(
+    question: IntegerQuestion | RealQuestion, key: NumberArray, got: NumberArray
+) -> AnswerResult:
     shape = key.shape
     positions = [_unravel(i, shape) for i in range(len(key.values))]
     verdicts = [_verdict(question, k, g) for k, g in zip(key.values, got.values, strict=True)]
@@ -944,16 +1102,28 @@ def _check_elements(question: IntegerQuestion | RealQuestion, key: NumberArray,
         if verdicts[i] in _ELEMENT_NOTE and verdicts[i] not in noted:
             noted.add(verdicts[i])
             where_i = _where(positions[i], len(shape))
-            parts.append(Message(_ELEMENT_NOTE[verdicts[i]], {
-                "where": _capital(where_i), "shown": _show(got.values[i].text)}))
+            parts.append(
+                Message(
+                    _ELEMENT_NOTE[verdicts[i]],
+                    {"where": _capital(where_i), "shown": _show(got.values[i].text)},
+                )
+            )
     parts.extend(_order_notes(question, key, got, wrong, positions))
-    return _result(question, False, "wrong-elements", join(parts, " "), hint=True,
-                   wrong=tuple(positions[i] for i in wrong))
+    return _result(
+        question,
+        False,
+        "wrong-elements",
+        join(parts, " "),
+        hint=True,
+        wrong=tuple(positions[i] for i in wrong),
+    )
 
 
-def _order_notes(question, key: NumberArray, got: NumberArray, wrong: list[int],
-                 positions: list[tuple[int, ...]]) -> list[Message]:
+def _order_notes(
+    question, key: NumberArray, got: NumberArray, wrong: list[int], positions: list[tuple[int, ...]]
+) -> list[Message]:
     """Point out swapped pairs and a transposed matrix: right values in the wrong places."""
+
     def ok(i: int, j: int) -> bool:  # learner's element i against key element j
         return _verdict(question, key.values[j], got.values[i]) == "ok"
 
@@ -964,22 +1134,25 @@ def _order_notes(question, key: NumberArray, got: NumberArray, wrong: list[int],
             return [msg("The matrix looks transposed: write it as a list of rows.")]
     notes = []
     for a, i in enumerate(wrong):
-        for j in wrong[a + 1:]:
+        for j in wrong[a + 1 :]:
             if ok(i, j) and ok(j, i):
                 pair = _positions(positions, [i, j], shape, total=False)
                 notes.append(msg("{pair} look swapped: check the order.", pair=_capital(pair)))
     return notes[:3]
 
 
-def _positions(positions: list[tuple[int, ...]], chosen: list[int], shape: tuple[int, ...],
-               total: bool = True) -> str:
+def _positions(
+    positions: list[tuple[int, ...]], chosen: list[int], shape: tuple[int, ...], total: bool = True
+) -> str:
     """'elements 1 and 2 of 4', 'row 2, column 1 of the 2×2 matrix' (at most six named)."""
     if len(shape) == 1:
         numbers = [str(positions[i][0] + 1) for i in chosen]
-        named = _or_list(numbers[:6] + ([msg("{n} more", n=len(numbers) - 6)] if len(numbers) > 6 else []),
-                         "and")
-        text = (msg("elements {named}", named=named) if len(chosen) > 1
-                else msg("element {named}", named=named))
+        named = _or_list(
+            numbers[:6] + ([msg("{n} more", n=len(numbers) - 6)] if len(numbers) > 6 else []), "and"
+        )
+        text = (
+            msg("elements {named}", named=named) if len(chosen) > 1 else msg("element {named}", named=named)
+        )
         return msg("{text} of {n}", text=text, n=shape[0]) if total else text
     labels = [_where(positions[i], len(shape)) for i in chosen][:6]
     if len(chosen) > 6:

@@ -11,6 +11,7 @@ Because each grade is committed as it arrives and (submission, exercise version)
 once unless forced, a batch killed at any point (kill -9 included) is completed by running the same
 command again: nothing is lost and nothing is graded twice.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -47,7 +48,13 @@ def exercise_version(exercise_id: str) -> str:
     h = hashlib.sha256()
     for top in VERSIONED:
         base = root / top
-        paths = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
+        paths = (
+            [base]
+            if base.is_file()
+            else sorted(p for p in base.rglob("*") if p.is_file())
+            if base.is_dir()
+            else []
+        )
         for p in paths:
             rel = p.relative_to(root).as_posix()
             if "__pycache__" in p.parts or p.suffix in (".pyc", ".pyo"):
@@ -58,7 +65,7 @@ def exercise_version(exercise_id: str) -> str:
 
 # -- the worker side: plain data in, plain data out ----------------------------------------------
 
-_grading = threading.Lock()        # a Dask worker may run tasks in threads; grading must not
+_grading = threading.Lock()  # a Dask worker may run tasks in threads; grading must not
 
 
 def _now() -> datetime:
@@ -67,9 +74,16 @@ def _now() -> datetime:
 
 def failed(exercise: Exercise, kind: str, message, student: str | None) -> Grade:
     """A grade that failed as a whole; `message` is a Message (or, from the gradebook, text)."""
-    return Grade(exercise=exercise.id, passed=False, score=0.0, max_score=float(exercise.points),
-                 error=GradeError(kind=kind, message=message), isolation="none",
-                 grader_version=__version__, student=student)
+    return Grade(
+        exercise=exercise.id,
+        passed=False,
+        score=0.0,
+        max_score=float(exercise.points),
+        error=GradeError(kind=kind, message=message),
+        isolation="none",
+        grader_version=__version__,
+        student=student,
+    )
 
 
 def grade_task(task: dict) -> dict:
@@ -78,37 +92,47 @@ def grade_task(task: dict) -> dict:
     with _grading:
         started = _now()
         exercise_id, learner = task["exercise"], task["learner"]
-        out = {"submission_id": task["submission_id"], "worker": f"{socket.gethostname()}:{os.getpid()}",
-               "started_at": started.isoformat()}
+        out = {
+            "submission_id": task["submission_id"],
+            "worker": f"{socket.gethostname()}:{os.getpid()}",
+            "started_at": started.isoformat(),
+        }
         try:
             from grader.doctor import JailUnsound
             from grader.grading import grade
             from grader.jail.client import CpuShare
+
             if threading.current_thread() is not threading.main_thread():
-                CpuShare.enabled = False      # a Dask worker's thread: other workers share the CPUs
+                CpuShare.enabled = False  # a Dask worker's thread: other workers share the CPUs
             from grader.submission import UsageError
+
             exercise = load_exercise(exercise_id)
             here = exercise_version(exercise_id)
             if here != task["version"]:
-                raise RuntimeError(f"this worker has exercise {exercise_id} version {here[:12]}, the batch "
-                                   f"grades version {task['version'][:12]}: install the same grader and "
-                                   "exercises on every worker")
+                raise RuntimeError(
+                    f"this worker has exercise {exercise_id} version {here[:12]}, the batch "
+                    f"grades version {task['version'][:12]}: install the same grader and "
+                    "exercises on every worker"
+                )
             with tempfile.TemporaryDirectory(prefix="grader-batch-") as tmp:
                 folder = Path(tmp) / "submission"
                 folder.mkdir()
                 for name, data in task["files"].items():
                     if "/" in name or name.startswith(".") or name not in exercise.files:
-                        continue                       # only the exercise's own file names
+                        continue  # only the exercise's own file names
                     (folder / name).write_bytes(data)
                 try:
                     result, status = grade(exercise, folder, student=learner), "graded"
                 except JailUnsound as exc:
                     out.update(status="refused", message=str(exc))
                     return out
-                except ExerciseFileError:       # the course's file, not the learner's: an error
+                except ExerciseFileError:  # the course's file, not the learner's: an error
                     raise
-                except UsageError as exc:       # e.g. malformed TOML: the learner's, recorded
-                    result, status = failed(exercise, "invalid-submission", message_of(exc), learner), "unreadable"
+                except UsageError as exc:  # e.g. malformed TOML: the learner's, recorded
+                    result, status = (
+                        failed(exercise, "invalid-submission", message_of(exc), learner),
+                        "unreadable",
+                    )
             out.update(status=status, grade=result.model_dump())
         except Exception as exc:  # noqa: BLE001 - the grader's own failure: kept, retried next run
             tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
@@ -123,7 +147,8 @@ def _init_local_worker(threads: int, warm: str = "full", share_cpu: bool = False
     try:
         import ctypes
         import signal
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)    # PR_SET_PDEATHSIG
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         if os.getppid() == 1:
             os._exit(1)
     except Exception:  # noqa: BLE001 - no prctl (not Linux): the worker just lives on
@@ -131,18 +156,21 @@ def _init_local_worker(threads: int, warm: str = "full", share_cpu: bool = False
     try:
         from grader.jail.client import CpuShare
         from grader.jail.launcher import prestart
+
         CpuShare.enabled = share_cpu
-        prestart(warm=warm)             # the zygote imports torch while this process does
+        prestart(warm=warm)  # the zygote imports torch while this process does
     except Exception:  # noqa: BLE001 - a warm-up only: the first grade starts the jail itself
         pass
     try:
         import torch
+
         torch.set_num_threads(max(1, threads))
     except Exception:  # noqa: BLE001 - a speed setting only
         pass
 
 
 # -- executors ---------------------------------------------------------------------------------
+
 
 class LocalPool:
     """Spawned worker processes on this machine (pytest is not thread-safe: never threads)."""
@@ -157,12 +185,17 @@ class LocalPool:
     def run(self, tasks: list[dict]) -> Iterator[tuple[dict, dict | BaseException]]:
         from concurrent.futures import ProcessPoolExecutor, as_completed
         from multiprocessing import get_context
+
         n = min(self.workers, len(tasks))
         threads = max(1, (os.cpu_count() or 1) // n)
         # a zygote that serves many submissions is worth its fuller warm-up (see launcher.Zygote)
         warm = "full" if len(tasks) >= 16 * n else "basic"
-        self.pool = pool = ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"),
-                                               initializer=_init_local_worker, initargs=(threads, warm, n == 1))
+        self.pool = pool = ProcessPoolExecutor(
+            max_workers=n,
+            mp_context=get_context("spawn"),
+            initializer=_init_local_worker,
+            initargs=(threads, warm, n == 1),
+        )
         futures = {pool.submit(grade_task, t): t for t in tasks}
         for fut in as_completed(futures):
             try:
@@ -200,6 +233,7 @@ class DaskCluster:
 
     def run(self, tasks: list[dict]) -> Iterator[tuple[dict, dict | BaseException]]:
         from distributed import as_completed
+
         stamp = f"{os.getpid()}-{int(time.time() * 1000)}"
         futures = {}
         for t in tasks:
@@ -223,20 +257,21 @@ class DaskCluster:
 
 # -- the one writer ------------------------------------------------------------------------------
 
+
 @dataclass
 class Tally:
     learners: int = 0
     submissions: int = 0
-    skipped: int = 0                # already graded for this exercise version
-    graded: int = 0                 # final grades recorded now
+    skipped: int = 0  # already graded for this exercise version
+    graded: int = 0  # final grades recorded now
     passed: int = 0
     unreadable: int = 0
-    errors: int = 0                 # the grader failed: recorded as such, retried next run
-    duplicates: int = 0             # another writer recorded it first
+    errors: int = 0  # the grader failed: recorded as such, retried next run
+    duplicates: int = 0  # another writer recorded it first
     score: float = 0.0
     max_score: float = 0.0
-    seconds: float = 0.0            # from the first task handed out to the last grade recorded
-    first_s: float | None = None    # until the first grade came back (worker start-up included)
+    seconds: float = 0.0  # from the first task handed out to the last grade recorded
+    first_s: float | None = None  # until the first grade came back (worker start-up included)
     executor: str = ""
     aborted: str | None = None
     error_messages: list[str] = field(default_factory=list)
@@ -253,33 +288,64 @@ class Tally:
 
 def _outcome(exercise: Exercise, learner: str, result: dict | BaseException):
     from grader.store import Outcome
+
     if isinstance(result, BaseException):
-        message = msg("internal grader error: {detail}", detail=msg(
-            "the worker failed: {error}", error=f"{type(result).__name__}: {result}"))
+        message = msg(
+            "internal grader error: {detail}",
+            detail=msg("the worker failed: {error}", error=f"{type(result).__name__}: {result}"),
+        )
         return Outcome(status="error", grade=failed(exercise, "crash", message, learner), worker="")
     started = datetime.fromisoformat(result["started_at"]) if result.get("started_at") else None
     finished = datetime.fromisoformat(result["finished_at"]) if result.get("finished_at") else None
     if result["status"] in ("error", "refused"):
-        return Outcome(status=result["status"], grade=failed(exercise, "crash", result.get("message", ""), learner),
-                       worker=result.get("worker", ""), started_at=started, finished_at=finished)
+        return Outcome(
+            status=result["status"],
+            grade=failed(exercise, "crash", result.get("message", ""), learner),
+            worker=result.get("worker", ""),
+            started_at=started,
+            finished_at=finished,
+        )
     grade = Grade.model_validate(result["grade"])
-    return Outcome(status=result["status"], grade=grade, worker=result.get("worker", ""),
-                   started_at=started, finished_at=finished)
+    return Outcome(
+        status=result["status"],
+        grade=grade,
+        worker=result.get("worker", ""),
+        started_at=started,
+        finished_at=finished,
+    )
 
 
-def grade_into(gradebook, exercise: Exercise, version: str, version_id: int, submissions, executor,
-               tally: Tally, *, batch_id: int, force: bool, progress: bool | None,
-               problems: dict | None = None) -> None:
+def grade_into(
+    gradebook,
+    exercise: Exercise,
+    version: str,
+    version_id: int,
+    submissions,
+    executor,
+    tally: Tally,
+    *,
+    batch_id: int,
+    force: bool,
+    progress: bool | None,
+    problems: dict | None = None,
+) -> None:
     """Grade these stored submissions and record each grade as it arrives. problems: submission
     id -> the Message of its problem (the gradebook keeps the problem as English text)."""
     problems = problems or {}
     from tqdm import tqdm
 
     from grader.store import Outcome
+
     todo = [s for s in submissions if s.problem is None]
-    bar = tqdm(total=len(submissions), unit="grade", desc=exercise.id, file=sys.stderr,
-               disable=(not sys.stderr.isatty()) if progress is None else not progress,
-               dynamic_ncols=True, smoothing=0.1)
+    bar = tqdm(
+        total=len(submissions),
+        unit="grade",
+        desc=exercise.id,
+        file=sys.stderr,
+        disable=(not sys.stderr.isatty()) if progress is None else not progress,
+        dynamic_ncols=True,
+        smoothing=0.1,
+    )
 
     def count(outcome: Outcome) -> None:
         if outcome.status == "error":
@@ -294,8 +360,9 @@ def grade_into(gradebook, exercise: Exercise, version: str, version_id: int, sub
             tally.max_score += outcome.grade.max_score
         if tally.first_s is None and outcome.worker != "batch":
             tally.first_s = time.monotonic() - started
-        bar.set_postfix(passed=tally.passed, failed=tally.graded - tally.passed, errors=tally.errors,
-                        refresh=False)
+        bar.set_postfix(
+            passed=tally.passed, failed=tally.graded - tally.passed, errors=tally.errors, refresh=False
+        )
         bar.update(1)
 
     def record(submission_id: int, outcome: Outcome) -> None:
@@ -306,14 +373,29 @@ def grade_into(gradebook, exercise: Exercise, version: str, version_id: int, sub
 
     started = time.monotonic()
     try:
-        for s in submissions:                  # unreadable as found: no worker needed
+        for s in submissions:  # unreadable as found: no worker needed
             if s.problem is not None:
-                record(s.id, Outcome(status="graded", worker="batch",
-                                     grade=failed(exercise, "invalid-submission",
-                                                  problems.get(s.id) or s.problem, s.learner)))
+                record(
+                    s.id,
+                    Outcome(
+                        status="graded",
+                        worker="batch",
+                        grade=failed(
+                            exercise, "invalid-submission", problems.get(s.id) or s.problem, s.learner
+                        ),
+                    ),
+                )
         if todo:
-            tasks = [{"submission_id": s.id, "exercise": exercise.id, "version": version,
-                      "learner": s.learner, "files": s.files} for s in todo]
+            tasks = [
+                {
+                    "submission_id": s.id,
+                    "exercise": exercise.id,
+                    "version": version,
+                    "learner": s.learner,
+                    "files": s.files,
+                }
+                for s in todo
+            ]
             by_id = {s.id: s for s in todo}
             try:
                 for task, result in executor.run(tasks):
@@ -336,6 +418,7 @@ def grade_into(gradebook, exercise: Exercise, version: str, version_id: int, sub
 
 def _open(db: str, *, create: bool = True):
     from grader.store import Gradebook, StoreError
+
     try:
         return Gradebook(db, create=create)
     except StoreError as exc:
@@ -346,32 +429,75 @@ def _executor(workers: int, scheduler: str | None):
     return DaskCluster(scheduler) if scheduler else LocalPool(workers)
 
 
-def grade_recorded(gradebook, exercise: Exercise, version: str, version_id: int, ids: list, pending: list,
-                   tally: Tally, *, kind: str, workers: int, scheduler: str | None, force: bool,
-                   progress: bool | None, source: str = "", problems: dict | None = None) -> None:
+def grade_recorded(
+    gradebook,
+    exercise: Exercise,
+    version: str,
+    version_id: int,
+    ids: list,
+    pending: list,
+    tally: Tally,
+    *,
+    kind: str,
+    workers: int,
+    scheduler: str | None,
+    force: bool,
+    progress: bool | None,
+    source: str = "",
+    problems: dict | None = None,
+) -> None:
     """Grade `pending` as one recorded batch run: started, then finished or aborted, whatever happens."""
     executor = _executor(workers, scheduler) if pending else None
     tally.executor = executor.describe() if executor else "none needed"
-    batch_id = gradebook.start_batch(version_id, kind=kind, source=source, executor=tally.executor,
-                                     forced=force, grader_version=__version__, submissions=len(ids))
+    batch_id = gradebook.start_batch(
+        version_id,
+        kind=kind,
+        source=source,
+        executor=tally.executor,
+        forced=force,
+        grader_version=__version__,
+        submissions=len(ids),
+    )
     status = "aborted"
     try:
         if pending:
-            grade_into(gradebook, exercise, version, version_id, gradebook.submissions(exercise.id, pending),
-                       executor, tally, batch_id=batch_id, force=force, progress=progress,
-                       problems=problems)
+            grade_into(
+                gradebook,
+                exercise,
+                version,
+                version_id,
+                gradebook.submissions(exercise.id, pending),
+                executor,
+                tally,
+                batch_id=batch_id,
+                force=force,
+                progress=progress,
+                problems=problems,
+            )
         status = "aborted" if tally.aborted else "finished"
     finally:
-        gradebook.finish_batch(batch_id, status=status, graded=tally.graded, skipped=tally.skipped,
-                               errors=tally.errors)
+        gradebook.finish_batch(
+            batch_id, status=status, graded=tally.graded, skipped=tally.skipped, errors=tally.errors
+        )
 
 
-def run_batch(exercise_id: str, source: Path, db: str, *, workers: int = 2, scheduler: str | None = None,
-              out: Path | None = None, force: bool = False, lang: str = "en", progress: bool | None = None,
-              echo: Callable[[str], None] = print) -> Tally:
+def run_batch(
+    exercise_id: str,
+    source: Path,
+    db: str,
+    *,
+    workers: int = 2,
+    scheduler: str | None = None,
+    out: Path | None = None,
+    force: bool = False,
+    lang: str = "en",
+    progress: bool | None = None,
+    echo: Callable[[str], None] = print,
+) -> Tally:
     """`grader batch`: read SOURCE, record it, grade what is new or changed, write the outputs."""
     from grader.sources import SourceError, read_source
     from grader.store import redact
+
     exercise = load_exercise(exercise_id)
     version = exercise_version(exercise.id)
     try:
@@ -386,17 +512,36 @@ def run_batch(exercise_id: str, source: Path, db: str, *, workers: int = 2, sche
         done = set() if force else gradebook.graded(version_id, ids)
         pending = [i for i in dict.fromkeys(ids) if i not in done]
         tally.skipped = len(set(ids)) - len(pending)
-        echo(f"{exercise.id} (version {version[:12]}): {len(found.incoming)} submissions in {source} "
-             f"({found.layout} layout); {len(pending)} to grade, {tally.skipped} unchanged since "
-             f"graded{' (--force: regrading all)' if force else ''}; gradebook {redact(gradebook.url)}")
+        echo(
+            f"{exercise.id} (version {version[:12]}): {len(found.incoming)} submissions in {source} "
+            f"({found.layout} layout); {len(pending)} to grade, {tally.skipped} unchanged since "
+            f"graded{' (--force: regrading all)' if force else ''}; gradebook {redact(gradebook.url)}"
+        )
         for note in found.notes[:20]:
             echo(f"  note: {note}")
         if len(found.notes) > 20:
             echo(f"  note: ... and {len(found.notes) - 20} more skipped entries")
-        problems = {i: inc.problem for i, inc in zip(ids, found.incoming, strict=True) if isinstance(inc.problem, Message)}
-        grade_recorded(gradebook, exercise, version, version_id, ids, pending, tally, kind="batch",
-                       source=str(source), workers=workers, scheduler=scheduler, force=force,
-                       progress=progress, problems=problems)
+        problems = {
+            i: inc.problem
+            for i, inc in zip(ids, found.incoming, strict=True)
+            if isinstance(inc.problem, Message)
+        }
+        grade_recorded(
+            gradebook,
+            exercise,
+            version,
+            version_id,
+            ids,
+            pending,
+            tally,
+            kind="batch",
+            source=str(source),
+            workers=workers,
+            scheduler=scheduler,
+            force=force,
+            progress=progress,
+            problems=problems,
+        )
         echo(summary(exercise, tally))
         if tally.aborted:
             raise BatchError(f"the batch stopped: {tally.aborted}")
@@ -410,24 +555,33 @@ def run_batch(exercise_id: str, source: Path, db: str, *, workers: int = 2, sche
 
 def summary(exercise: Exercise, tally: Tally) -> str:
     failed_n = tally.graded - tally.passed
-    lines = [f"summary: {tally.graded} graded now ({tally.passed} passed, {failed_n} not passed"
-             f"{f', of which {tally.unreadable} unreadable' if tally.unreadable else ''}), "
-             f"{tally.skipped} unchanged, {tally.errors} grader errors"]
+    lines = [
+        f"summary: {tally.graded} graded now ({tally.passed} passed, {failed_n} not passed"
+        f"{f', of which {tally.unreadable} unreadable' if tally.unreadable else ''}), "
+        f"{tally.skipped} unchanged, {tally.errors} grader errors"
+    ]
     if tally.graded:
-        lines.append(f"  mean score of those graded now: {tally.score / tally.graded:.2f} / {exercise.points:g}")
-        lines.append(f"  throughput: {tally.graded} grades in {tally.seconds:.1f} s = {tally.throughput:.2f} "
-                     f"grades/s ({tally.seconds / tally.graded:.2f} s each) on {tally.executor}"
-                     + (f"; the first came back after {tally.first_s:.1f} s" if tally.first_s is not None else ""))
+        lines.append(
+            f"  mean score of those graded now: {tally.score / tally.graded:.2f} / {exercise.points:g}"
+        )
+        lines.append(
+            f"  throughput: {tally.graded} grades in {tally.seconds:.1f} s = {tally.throughput:.2f} "
+            f"grades/s ({tally.seconds / tally.graded:.2f} s each) on {tally.executor}"
+            + (f"; the first came back after {tally.first_s:.1f} s" if tally.first_s is not None else "")
+        )
     if tally.duplicates:
         lines.append(f"  {tally.duplicates} were already recorded by another writer (kept once)")
     if tally.errors:
-        lines.append(f"  {tally.errors} could not be graded because the grader failed; they are kept as "
-                     "errors and retried by the next run of this command:")
+        lines.append(
+            f"  {tally.errors} could not be graded because the grader failed; they are kept as "
+            "errors and retried by the next run of this command:"
+        )
         lines += [f"    {m[:300]}" for m in tally.error_messages]
     return "\n".join(lines)
 
 
 # -- outputs under --out -----------------------------------------------------------------------
+
 
 def safe_name(key: str) -> str:
     """A file name for a learner id that came from an LMS file name (never a path)."""
@@ -440,30 +594,35 @@ def safe_name(key: str) -> str:
 def write_outputs(out: Path, gradebook, exercise: Exercise, tally: Tally | None, lang: str) -> list[str]:
     """The class report and CSV (reports.class_report), one JSON grade per learner, a summary."""
     from reports import render
+
     out.mkdir(parents=True, exist_ok=True)
     current = gradebook.current_grades(exercise.id)
     grades = [c.grade for c in current]
     folder = out / "grades"
     folder.mkdir(exist_ok=True)
-    for c in current:       # what `grader grade --format json` prints, from the stored grade
+    for c in current:  # what `grader grade --format json` prints, from the stored grade
         (folder / f"{safe_name(c.learner)}.json").write_text(render(c.grade, "json"), encoding="utf-8")
     lines = [f"wrote {len(current)} learner grades to {folder}/"]
     try:
         from reports.class_report import render_class_csv, render_class_html
     except ImportError as exc:
-        lines.append(f"WARNING: no class report or CSV written: reports.class_report is not available ({exc}); "
-                     "`grader gradebook export --format csv` exports the grades")
+        lines.append(
+            f"WARNING: no class report or CSV written: reports.class_report is not available ({exc}); "
+            "`grader gradebook export --format csv` exports the grades"
+        )
     else:
         (out / "class.html").write_text(render_class_html(grades, lang=lang), encoding="utf-8")
         (out / "grades.csv").write_text(render_class_csv(grades), encoding="utf-8")
         lines.append(f"wrote {out / 'class.html'} and {out / 'grades.csv'}")
     if tally is not None:
-        (out / "batch.json").write_text(json.dumps({"exercise": exercise.id, **tally.as_dict()}, indent=2),
-                                        encoding="utf-8")
+        (out / "batch.json").write_text(
+            json.dumps({"exercise": exercise.id, **tally.as_dict()}, indent=2), encoding="utf-8"
+        )
     return lines
 
 
 # -- regrade -------------------------------------------------------------------------------------
+
 
 @dataclass
 class Change:
@@ -486,13 +645,22 @@ def recorded_problems(stored, runs: dict) -> dict:
         grade = runs[s.id][-1][1].grade if s.problem and runs.get(s.id) else None
         error = (grade or {}).get("error") or {}
         if error.get("message_id") and error.get("message") == s.problem:
-            found[s.id] = Message.from_data({"id": error["message_id"],
-                                             "params": error.get("message_params") or {}})
+            found[s.id] = Message.from_data(
+                {"id": error["message_id"], "params": error.get("message_params") or {}}
+            )
     return found
 
 
-def regrade(exercise_id: str, db: str, *, workers: int = 2, scheduler: str | None = None, force: bool = False,
-            progress: bool | None = None, echo: Callable[[str], None] = print) -> tuple[Tally, list[Change]]:
+def regrade(
+    exercise_id: str,
+    db: str,
+    *,
+    workers: int = 2,
+    scheduler: str | None = None,
+    force: bool = False,
+    progress: bool | None = None,
+    echo: Callable[[str], None] = print,
+) -> tuple[Tally, list[Change]]:
     """`grader regrade`: every stored submission against the current exercise version; what changed.
     A gradebook that does not exist is a BatchError: there is nothing to regrade, and none is made."""
     exercise = load_exercise(exercise_id)
@@ -507,13 +675,29 @@ def regrade(exercise_id: str, db: str, *, workers: int = 2, scheduler: str | Non
         before = gradebook.latest_runs(ids)
         done = set() if force else gradebook.graded(version_id, ids)
         pending = [i for i in ids if i not in done]
-        tally = Tally(learners=len({s.learner for s in stored}), submissions=len(ids), skipped=len(ids) - len(pending))
+        tally = Tally(
+            learners=len({s.learner for s in stored}), submissions=len(ids), skipped=len(ids) - len(pending)
+        )
         old_versions = sorted({v for runs in before.values() for v, _ in runs} - {version})
-        echo(f"{exercise.id}: regrading {len(pending)} of {len(ids)} stored submissions against version "
-             f"{version[:12]}" + (f" (was {', '.join(v[:12] for v in old_versions)})" if old_versions else ""))
-        grade_recorded(gradebook, exercise, version, version_id, ids, pending, tally, kind="regrade",
-                       workers=workers, scheduler=scheduler, force=force, progress=progress,
-                       problems=recorded_problems(stored, before))
+        echo(
+            f"{exercise.id}: regrading {len(pending)} of {len(ids)} stored submissions against version "
+            f"{version[:12]}" + (f" (was {', '.join(v[:12] for v in old_versions)})" if old_versions else "")
+        )
+        grade_recorded(
+            gradebook,
+            exercise,
+            version,
+            version_id,
+            ids,
+            pending,
+            tally,
+            kind="regrade",
+            workers=workers,
+            scheduler=scheduler,
+            force=force,
+            progress=progress,
+            problems=recorded_problems(stored, before),
+        )
         if tally.aborted:
             raise BatchError(f"the regrade stopped: {tally.aborted}")
         after = gradebook.latest_runs(ids)
@@ -524,9 +708,19 @@ def regrade(exercise_id: str, db: str, *, workers: int = 2, scheduler: str | Non
             if old is None or new is None or new.id == old.id:
                 continue
             if old.score != new.score or old.passed != new.passed:
-                changes.append(Change(learner=s.learner, name=s.name, submission_id=s.id, current=s.current,
-                                      old_score=old.score, new_score=new.score, old_passed=old.passed,
-                                      new_passed=new.passed, max_score=new.max_score))
+                changes.append(
+                    Change(
+                        learner=s.learner,
+                        name=s.name,
+                        submission_id=s.id,
+                        current=s.current,
+                        old_score=old.score,
+                        new_score=new.score,
+                        old_passed=old.passed,
+                        new_passed=new.passed,
+                        max_score=new.max_score,
+                    )
+                )
         echo(summary(exercise, tally))
         return tally, changes
     finally:

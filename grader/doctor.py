@@ -8,6 +8,7 @@ whose environment and command line hold a secret, a TCP listener and an abstract
 `grader grade` runs the quick subset once per jail build (the jail's files, bubblewrap, the kernel,
 the uid) and caches the verdict; a failed check makes grading refuse to start.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,8 +31,19 @@ from grader.jail.client import Jail, JailError, LearnerError, Limits
 
 PROBE = Path(launcher.JAIL_DIR) / "probe.py"
 CACHE_TTL = 24 * 3600
-ALLOWED_ENV = {"PATH", "HOME", "TMPDIR", "LANG", "USER", "LOGNAME", "PYTHONHASHSEED",
-               "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PYTHONDONTWRITEBYTECODE"}
+ALLOWED_ENV = {
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "LANG",
+    "USER",
+    "LOGNAME",
+    "PYTHONHASHSEED",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "PYTHONDONTWRITEBYTECODE",
+}
 JAIL_WRITABLE = ("/tmp", "/dev/shm")
 
 
@@ -58,10 +70,15 @@ class Report:
     def render(self) -> str:
         lines = [f"jail: {self.isolation}"]
         for f in self.findings:
-            lines.append(f"  {'ok     ' if f.contained else 'ESCAPED'}  {f.attack}"
-                         + (f": {f.detail}" if f.detail else ""))
-        verdict = ("every canary attack was contained" if self.ok else
-                   "REFUSING TO GRADE: at least one canary attack succeeded")
+            lines.append(
+                f"  {'ok     ' if f.contained else 'ESCAPED'}  {f.attack}"
+                + (f": {f.detail}" if f.detail else "")
+            )
+        verdict = (
+            "every canary attack was contained"
+            if self.ok
+            else "REFUSING TO GRADE: at least one canary attack succeeded"
+        )
         lines.append(f"{verdict} ({self.seconds:.1f} s)")
         return "\n".join(lines) + "\n"
 
@@ -72,14 +89,17 @@ class Canaries:
     def __init__(self):
         self.token = "GRADER-CANARY-" + secrets.token_hex(12)
         self.dir = Path(tempfile.mkdtemp(prefix="grader-doctor-"))
-        os.chmod(self.dir, 0o755)                   # readable by anyone: only the jail can hide it
+        os.chmod(self.dir, 0o755)  # readable by anyone: only the jail can hide it
         self.file = self.dir / "key.toml"
         self.file.write_text(f'secret = "{self.token}"\n')
         os.chmod(self.file, 0o644)
         self.helper = subprocess.Popen(
             [sys.executable, "-c", f"import time; time.sleep(300)  # {self.token}"],
             env={"GRADER_DOCTOR_CANARY": self.token, "PATH": "/usr/bin:/bin"},
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.tcp.bind(("127.0.0.1", 0))
         self.tcp.listen(8)
@@ -99,11 +119,19 @@ class Canaries:
 
 def private_paths() -> list[str]:
     from exercises import EXERCISES_DIR
+
     root = launcher.JAIL_DIR.parents[1]
     # the project folder itself may appear, empty, when the virtual environment lives inside it
-    paths = [str(EXERCISES_DIR), str(root / "grader"), str(root / "mutants"),
-             str(root / "reference_model"), str(launcher.JAIL_DIR), str(root / "pyproject.toml"),
-             str(root / "tests"), str(root / "reports")]
+    paths = [
+        str(EXERCISES_DIR),
+        str(root / "grader"),
+        str(root / "mutants"),
+        str(root / "reference_model"),
+        str(launcher.JAIL_DIR),
+        str(root / "pyproject.toml"),
+        str(root / "tests"),
+        str(root / "reports"),
+    ]
     hidden = sorted(Path(EXERCISES_DIR).glob("*/hidden/*.py"))
     paths += [str(p) for p in hidden[:3]]
     return paths
@@ -111,6 +139,7 @@ def private_paths() -> list[str]:
 
 def _site_packages() -> list[str]:
     import sysconfig
+
     return sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
 
 
@@ -145,25 +174,38 @@ def run(quick: bool = False, zygote=None) -> Report:
         _identity(report, probe, zygote)
         seen = probe("exists", private_paths())
         shown = [p for p, there in seen.items() if there]
-        report.add("hidden tests, keys, solutions, mutants and the grader are invisible", not shown,
-                   f"visible: {', '.join(shown)}" if shown else "")
+        report.add(
+            "hidden tests, keys, solutions, mutants and the grader are invisible",
+            not shown,
+            f"visible: {', '.join(shown)}" if shown else "",
+        )
         got = probe("read", [str(canaries.file)])
         report.add("read a canary file planted outside the jail", got[str(canaries.file)] is None)
         targets = [os.path.join(sp, "grader-doctor-injected.pth") for sp in _site_packages()]
-        targets += ["/jail/wire.py", "/submission/probe.py", str(canaries.dir / "written-by-jail"),
-                    "/etc/grader-doctor"]
+        targets += [
+            "/jail/wire.py",
+            "/submission/probe.py",
+            str(canaries.dir / "written-by-jail"),
+            "/etc/grader-doctor",
+        ]
         wrote = probe("write", targets, "import sys  # " + canaries.token)
         leaked = [p for p, ok in wrote.items() if ok]
-        leaked += [t for t in targets
-                   if os.path.exists(t) and t.endswith(("injected.pth", "written-by-jail"))]
-        report.add("write into site-packages (.pth), the jail's code, the submission or the host",
-                   not leaked, f"written: {', '.join(sorted(set(leaked)))}" if leaked else "")
+        leaked += [
+            t for t in targets if os.path.exists(t) and t.endswith(("injected.pth", "written-by-jail"))
+        ]
+        report.add(
+            "write into site-packages (.pth), the jail's code, the submission or the host",
+            not leaked,
+            f"written: {', '.join(sorted(set(leaked)))}" if leaked else "",
+        )
         net = probe("network", canaries.port, canaries.abstract)
         connected = [k for k, v in net.items() if v == "connected"]
         ifaces = [i for i in net["interfaces"] if i != "lo"]
-        report.add("network: connect to the host's loopback, the internet, a host unix socket",
-                   not connected and not ifaces,
-                   f"connected: {connected}, interfaces: {net['interfaces']}" if connected or ifaces else "")
+        report.add(
+            "network: connect to the host's loopback, the internet, a host unix socket",
+            not connected and not ifaces,
+            f"connected: {connected}, interfaces: {net['interfaces']}" if connected or ifaces else "",
+        )
         if not quick:
             _full(report, probe, canaries, zygote, limits, workdir, jails)
     except (JailError, LearnerError, RuntimeError, launcher.ZygoteError) as exc:
@@ -182,10 +224,11 @@ def _identity(report: Report, probe, zygote) -> None:
     root = os.geteuid() == 0
     unprivileged = me["uid"] != 0 and me["euid"] != 0 and (not root or me["uid"] >= launcher.UID_BASE)
     no_caps = me["cap_eff"].strip("0") == "" and me["cap_prm"].strip("0") == ""
-    report.add("runs as an unprivileged uid of its own, with no capabilities and no_new_privs",
-               unprivileged and no_caps and me["no_new_privs"] == "1" and not me["groups"],
-               f"uid {me['uid']}, CapEff {me['cap_eff']}, NoNewPrivs {me['no_new_privs']}, "
-               f"groups {me['groups']}")
+    report.add(
+        "runs as an unprivileged uid of its own, with no capabilities and no_new_privs",
+        unprivileged and no_caps and me["no_new_privs"] == "1" and not me["groups"],
+        f"uid {me['uid']}, CapEff {me['cap_eff']}, NoNewPrivs {me['no_new_privs']}, groups {me['groups']}",
+    )
     if platform.machine() in ("x86_64", "AMD64"):
         report.add("a seccomp filter is installed", me["seccomp"] == "2", f"Seccomp: {me['seccomp']}")
     extra = sorted(set(me["env"]) - ALLOWED_ENV)
@@ -196,22 +239,34 @@ def _full(report: Report, probe, canaries: Canaries, zygote, limits, workdir, ja
     # the canary string anywhere in the jail's file system (the runtime's own folders aside)
     skip = [str(p) for p in launcher._python_roots()] + ["/usr"]
     found = probe("find", canaries.token, ["/"], skip, timeout=60)
-    report.add("search the whole file system for the planted canary", not found["hits"],
-               f"found in {found['hits']}" if found["hits"] else f"{found['files']} files searched")
+    report.add(
+        "search the whole file system for the planted canary",
+        not found["hits"],
+        f"found in {found['hits']}" if found["hits"] else f"{found['files']} files searched",
+    )
     procs = probe("processes", canaries.token)
-    report.add("read other processes' /proc/*/environ and cmdline (the grader's, a planted one)",
-               not procs["hits"],
-               f"found in {procs['hits']}" if procs["hits"] else f"sees PIDs {procs['pids'][:8]}")
+    report.add(
+        "read other processes' /proc/*/environ and cmdline (the grader's, a planted one)",
+        not procs["hits"],
+        f"found in {procs['hits']}" if procs["hits"] else f"sees PIDs {procs['pids'][:8]}",
+    )
     space = probe("writable", ["/"], timeout=60)
     outside = [d for d in space["dirs"] if not d.startswith(JAIL_WRITABLE)]
-    report.add("find any writable folder besides the jail's private /tmp and /dev/shm", not outside,
-               f"writable: {outside[:6]}" if outside else "")
+    report.add(
+        "find any writable folder besides the jail's private /tmp and /dev/shm",
+        not outside,
+        f"writable: {outside[:6]}" if outside else "",
+    )
     forks = probe("fork_many", limits.processes * 3)
-    report.add(f"fork beyond the process limit ({limits.processes})",
-               forks["forked"] < limits.processes, f"forked {forks['forked']} ({forks['error']})")
+    report.add(
+        f"fork beyond the process limit ({limits.processes})",
+        forks["forked"] < limits.processes,
+        f"forked {forks['forked']} ({forks['error']})",
+    )
     memory = probe("allocate", limits.memory_mb + 256)
-    report.add(f"allocate more than the memory limit ({limits.memory_mb} MiB)", memory == "MemoryError",
-               memory)
+    report.add(
+        f"allocate more than the memory limit ({limits.memory_mb} MiB)", memory == "MemoryError", memory
+    )
     for op in ("mount", "unshare-user", "chroot", "ptrace-init", "setuid-root"):
         how = probe("forbidden", op)
         report.add(f"privileged operation: {op}", how != "succeeded", how)
@@ -221,21 +276,30 @@ def _full(report: Report, probe, canaries: Canaries, zygote, limits, workdir, ja
     other = _ProbeJail(zygote, limits, workdir, "b")
     jails.append(other)
     found = other("look_for_stash", token, 47_474)
-    report.add("a concurrent submission finds another's files, sockets or processes", not found,
-               f"found {found} (stashed in {left})" if found else "")
+    report.add(
+        "a concurrent submission finds another's files, sockets or processes",
+        not found,
+        f"found {found} (stashed in {left})" if found else "",
+    )
     daemon = probe("daemon", 60)
     uid = probe.jail.uid
     probe.close()
     later = _ProbeJail(zygote, limits, workdir, "c")
     jails.append(later)
     found = later("look_for_stash", token, 47_474)
-    report.add("a later submission finds what an earlier one left behind", not found,
-               f"found {found}" if found else "")
-    zygote.collect()                     # the killed jail's processes are reaped
+    report.add(
+        "a later submission finds what an earlier one left behind",
+        not found,
+        f"found {found}" if found else "",
+    )
+    zygote.collect()  # the killed jail's processes are reaped
     if os.geteuid() == 0:
         left_over = launcher.processes_of_uid(uid)
-        report.add("a double-forked daemon outlives its jail", not left_over,
-                   f"PIDs {left_over} still run as uid {uid}" if left_over else f"daemon {daemon} gone")
+        report.add(
+            "a double-forked daemon outlives its jail",
+            not left_over,
+            f"PIDs {left_over} still run as uid {uid}" if left_over else f"daemon {daemon} gone",
+        )
 
 
 # -- the cached quick check `grader grade` runs -----------------------------------------------------
@@ -249,15 +313,18 @@ def _cache_key(zygote) -> str:
     h = hashlib.sha256()
     for name in (*launcher.JAIL_FILES, "probe.py", "launcher.py"):
         h.update((launcher.JAIL_DIR / name).read_bytes())
-    h.update(f"{zygote.isolation}|{launcher.find_bwrap()}|{platform.release()}|{os.geteuid()}|"
-             f"{sys.prefix}".encode())
+    h.update(
+        f"{zygote.isolation}|{launcher.find_bwrap()}|{platform.release()}|{os.geteuid()}|"
+        f"{sys.prefix}".encode()
+    )
     _keys[zygote.isolation] = h.hexdigest()[:24]
     return _keys[zygote.isolation]
 
 
 def _cache_dir() -> Path:
     base = os.environ.get("GRADER_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpt-bughunt-grader")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpt-bughunt-grader"
+    )
     return Path(base)
 
 
@@ -272,7 +339,7 @@ def ensure_sound(zygote=None) -> None:
     try:
         zygote = zygote or launcher.default_zygote()
     except launcher.ZygoteError:
-        return            # no jail at all: each grade reports it as a `sandbox` error
+        return  # no jail at all: each grade reports it as a `sandbox` error
     if zygote.isolation != "bubblewrap" or os.environ.get("GRADER_DOCTOR") == "off":
         return
     key = _cache_key(zygote)
@@ -288,14 +355,17 @@ def ensure_sound(zygote=None) -> None:
         pass
     report = run(quick=True, zygote=zygote)
     if not report.ok:
-        raise JailUnsound("the jail failed its self-check, so grading will not start; run "
-                          "`grader doctor` for details:\n" + report.render())
+        raise JailUnsound(
+            "the jail failed its self-check, so grading will not start; run "
+            "`grader doctor` for details:\n" + report.render()
+        )
     _checked[key] = True
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"ok": True, "time": time.time(),
-                                   "findings": [f.__dict__ for f in report.findings]}))
+        tmp.write_text(
+            json.dumps({"ok": True, "time": time.time(), "findings": [f.__dict__ for f in report.findings]})
+        )
         os.replace(tmp, path)
     except OSError:
         pass

@@ -40,6 +40,7 @@ its code as `exit_code`; a command that lets a GraderError through exits with it
 Every class is importable from here and, as before, from the module that raises it
 (grader.submission.UsageError, grader.jail.client.JailError, grader.doctor.JailUnsound, ...).
 """
+
 from __future__ import annotations
 
 from grader.locale import msg
@@ -49,12 +50,14 @@ EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 class GraderError(Exception):
     """The base of the grader's errors."""
+
     exit_code = EXIT_FAIL
 
 
 # -- grading cannot start (exit 2) ------------------------------------------------------------
 class UsageError(GraderError):
     """Grading cannot start (exit code 2): a path that does not exist, a malformed TOML file."""
+
     exit_code = EXIT_USAGE
 
 
@@ -70,8 +73,9 @@ class ExerciseFileError(UsageError, ValueError):
     def from_validation(cls, path, error, model) -> ExerciseFileError:
         """The file's pydantic ValidationError (of `model`), as one line per problem:
         `exercises/x/exercise.toml: [limits]: unknown key 'wall_second'; known keys: ...`."""
-        return cls("\n".join(f"{shown_path(path)}: {problem}"
-                             for problem in validation_problems(error, model)))
+        return cls(
+            "\n".join(f"{shown_path(path)}: {problem}" for problem in validation_problems(error, model))
+        )
 
     @classmethod
     def from_toml(cls, path, error) -> ExerciseFileError:
@@ -105,6 +109,7 @@ class JailError(GraderError):
 
     Raised with a Message (`msg(...)`): `message` is what the learner is told, in any language;
     str(exc) is its English text."""
+
     kind = "crash"
     symptom = "exception"
 
@@ -127,6 +132,7 @@ class JailCrash(JailError):
 
 class JailSandbox(JailError):
     """The submission did something the jail forbids (a denied system call), or no jail could be built."""
+
     kind, symptom = "sandbox", "exception"
 
 
@@ -155,8 +161,11 @@ def learner_text(info: dict):
     if info.get("unsendable") is True:
         return msg("what your code returned cannot be sent to the grader: {detail}", detail=text)
     if info.get("too_large") is True:
-        return msg("{message} (the jail limits what a submission may write, its printed output "
-                   "included; this submission wrote more than that)", message=text)
+        return msg(
+            "{message} (the jail limits what a submission may write, its printed output "
+            "included; this submission wrote more than that)",
+            message=text,
+        )
     return text
 
 
@@ -169,6 +178,7 @@ class ZygoteError(GraderError):
 def shown_path(path) -> str:
     """`path` relative to the current folder where it lies inside it, else as given."""
     from pathlib import Path
+
     path = Path(path)
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
@@ -198,8 +208,14 @@ def known_keys(model, loc: tuple) -> list[str] | None:
     def models_in(annotation):
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             return [annotation]
-        if typing.get_origin(annotation) in (typing.Union, types.UnionType, list, tuple, dict,
-                                             typing.Annotated):
+        if typing.get_origin(annotation) in (
+            typing.Union,
+            types.UnionType,
+            list,
+            tuple,
+            dict,
+            typing.Annotated,
+        ):
             return [m for arg in typing.get_args(annotation) for m in models_in(arg)]
         return []
 
@@ -222,8 +238,10 @@ def validation_problems(error, model) -> list[str]:
         table, key = loc[:-1], loc[-1] if loc else ""
         if e["type"] == "extra_forbidden":
             known = known_keys(model, table)
-            problems.append(f"{table_name(table)}: unknown key {str(key)!r}"
-                            + (f"; known keys: {', '.join(known)}" if known is not None else ""))
+            problems.append(
+                f"{table_name(table)}: unknown key {str(key)!r}"
+                + (f"; known keys: {', '.join(known)}" if known is not None else "")
+            )
         elif e["type"] == "missing":
             problems.append(f"{table_name(table)}: missing key {str(key)!r}")
         else:

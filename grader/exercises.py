@@ -1,4 +1,5 @@
 """Exercises are data: a folder with exercise.toml, starter/, solution/ and hidden/ tests."""
+
 from __future__ import annotations
 
 import tomllib

@@ -3,6 +3,7 @@ known wrong variants on the same inputs and name the one that agrees.
 
 Pure functions over tensors, in float64, in the trusted process.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,9 +18,9 @@ from grader.testkit import is_close
 
 @dataclass(frozen=True)
 class AttentionVariant:
-    scale_name: str          # "1/sqrt(d_k)" is right
+    scale_name: str  # "1/sqrt(d_k)" is right
     scale: float
-    mask: str                # "diagonal=1" is right; "diagonal=0" blocks the diagonal; "none"
+    mask: str  # "diagonal=1" is right; "diagonal=0" blocks the diagonal; "none"
 
     @property
     def correct_scale(self) -> bool:
@@ -40,7 +41,7 @@ def scale_candidates(d_k: int, d_model: int) -> dict[str, float]:
         "sqrt(d_k) (multiplied)": math.sqrt(d_k),
     }
     unique: dict[str, float] = {}
-    for name, value in names.items():        # d_k = d_model collapses some candidates
+    for name, value in names.items():  # d_k = d_model collapses some candidates
         if all(abs(value - v) > 1e-12 for v in unique.values()):
             unique[name] = value
     return unique
@@ -86,9 +87,16 @@ def estimate_scale(actual: torch.Tensor, q, k, v) -> float | None:
     w / (1-w) = exp(s (q1.k0 - q1.k1)). Recover w from the output by least squares, then s.
     """
     q, k, v, out = q.double(), k.double(), v.double(), actual.double()
-    q1, k0, k1, v0, v1, o = q[..., 1, :], k[..., 0, :], k[..., 1, :], v[..., 0, :], v[..., 1, :], out[..., 1, :]
+    q1, k0, k1, v0, v1, o = (
+        q[..., 1, :],
+        k[..., 0, :],
+        k[..., 1, :],
+        v[..., 0, :],
+        v[..., 1, :],
+        out[..., 1, :],
+    )
     direction = v0 - v1
-    w = ((o - v1) * direction).sum(-1) / (direction * direction).sum(-1)      # o = v1 + w (v0 - v1)
+    w = ((o - v1) * direction).sum(-1) / (direction * direction).sum(-1)  # o = v1 + w (v0 - v1)
     gap = (q1 * (k0 - k1)).sum(-1)
     ok = (w > 1e-6) & (w < 1 - 1e-6) & (gap.abs() > 1e-3)
     if not ok.any():
@@ -101,8 +109,11 @@ def layer_norm(x, weight, bias, eps=1e-5):
     return F.layer_norm(x.double(), (x.size(-1),), weight.double(), bias.double(), eps)
 
 
-SCALE_MUTANTS = {"1/d_model": "scale-by-d-model", "1 (no scaling)": "no-scale",
-                 "1/sqrt(d_model)": "scale-by-sqrt-d-model"}
+SCALE_MUTANTS = {
+    "1/d_model": "scale-by-d-model",
+    "1 (no scaling)": "no-scale",
+    "1/sqrt(d_model)": "scale-by-sqrt-d-model",
+}
 
 
 def name_scale(scale: float, d_k: int, d_model: int, rel: float = 0.02) -> str | None:
@@ -131,17 +142,29 @@ def describe_scale(scale: float, d_k: int, d_model: int):
     shown = f"1/{1 / scale:.3g}" if scale < 1 else f"{scale:.3g}"
     values = dict(shown=shown, sqrt_d_k=math.sqrt(d_k), d_k=d_k, d_model=d_model)
     if name and not name.startswith("1 ("):
-        finding = msg("your scores are scaled by {shown} = {name}; expected 1/sqrt(d_k) = "
-                      "1/{sqrt_d_k:.3g} (d_k = {d_k}, d_model = {d_model})", name=scale_label(name),
-                      **values)
+        finding = msg(
+            "your scores are scaled by {shown} = {name}; expected 1/sqrt(d_k) = "
+            "1/{sqrt_d_k:.3g} (d_k = {d_k}, d_model = {d_model})",
+            name=scale_label(name),
+            **values,
+        )
     elif name:
-        finding = msg("your scores are scaled by {shown} (no scaling at all); expected 1/sqrt(d_k) "
-                      "= 1/{sqrt_d_k:.3g} (d_k = {d_k}, d_model = {d_model})", **values)
+        finding = msg(
+            "your scores are scaled by {shown} (no scaling at all); expected 1/sqrt(d_k) "
+            "= 1/{sqrt_d_k:.3g} (d_k = {d_k}, d_model = {d_model})",
+            **values,
+        )
     else:
-        finding = msg("your scores are scaled by {shown}; expected 1/sqrt(d_k) = 1/{sqrt_d_k:.3g} "
-                      "(d_k = {d_k}, d_model = {d_model})", **values)
-    text = msg("{finding}. Scores divided by too much make attention too flat; not divided, they "
-               "saturate the softmax.", finding=finding)
+        finding = msg(
+            "your scores are scaled by {shown}; expected 1/sqrt(d_k) = 1/{sqrt_d_k:.3g} "
+            "(d_k = {d_k}, d_model = {d_model})",
+            **values,
+        )
+    text = msg(
+        "{finding}. Scores divided by too much make attention too flat; not divided, they "
+        "saturate the softmax.",
+        finding=finding,
+    )
     return text, SCALE_MUTANTS.get(name or "")
 
 

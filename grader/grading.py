@@ -3,18 +3,20 @@
 Reads the submission (never executing it), copies the learner files into a fresh folder, starts
 the jail there, runs the hidden tests against it, and assembles the Grade from plain data.
 """
+
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
 from grader import __version__
-from grader.exercises import exercise_dir, load_exercise
 from grader.doctor import ensure_sound as ensure_jail_sound
-from grader.jail.client import JailError, learner_text
+from grader.errors import learner_text
+from grader.exercises import exercise_dir, load_exercise
+from grader.jail.client import JailError
 from grader.locale import message_of, msg
-from grader.quiz import grade_answers
 from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError, Printed
+from grader.quiz import grade_answers
 from grader.runner import run_hidden_tests
 from grader.session import SubmissionSession
 from grader.submission import InvalidSubmission, SubmittedFiles, read_submission
@@ -32,27 +34,48 @@ def grade(exercise: Exercise | str, path: Path, *, student: str | None = None) -
         if exercise.kind == "quiz":
             result = grade_quiz(exercise, submitted, student)
         else:
-            ensure_jail_sound()      # cached canary check: refuses (UsageError) if the jail leaks
+            ensure_jail_sound()  # cached canary check: refuses (UsageError) if the jail leaks
             result = grade_code(exercise, submitted)
-    return Grade.model_validate({**result.model_dump(), "student": student, "grader_version": __version__,
-                                 "duration_s": round(time.monotonic() - started, 3)})
+    return Grade.model_validate(
+        {
+            **result.model_dump(),
+            "student": student,
+            "grader_version": __version__,
+            "duration_s": round(time.monotonic() - started, 3),
+        }
+    )
 
 
 def failed_grade(exercise: Exercise, kind: str, message: str, checks=(), isolation="none") -> Grade:
     return assemble(exercise, list(checks), [], GradeError(kind=kind, message=message), isolation)
 
 
-def assemble(exercise: Exercise, checks: list[CheckResult], diagnosis: list[Diagnosis],
-             error: GradeError | None, isolation: str, output: Printed | None = None,
-             warnings=()) -> Grade:
+def assemble(
+    exercise: Exercise,
+    checks: list[CheckResult],
+    diagnosis: list[Diagnosis],
+    error: GradeError | None,
+    isolation: str,
+    output: Printed | None = None,
+    warnings=(),
+) -> Grade:
     symptoms: list[str] = []
     for c in checks:
         symptoms += [s for s in c.symptoms if s not in symptoms]
     score = round(sum(c.points for c in checks), 6)
-    return Grade(exercise=exercise.id, passed=error is None and bool(checks) and all(c.passed for c in checks),
-                 score=score, max_score=float(exercise.points), checks=checks, symptoms=symptoms,
-                 diagnosis=diagnosis, error=error, isolation=isolation, output=output or Printed(),
-                 warnings=list(warnings))
+    return Grade(
+        exercise=exercise.id,
+        passed=error is None and bool(checks) and all(c.passed for c in checks),
+        score=score,
+        max_score=float(exercise.points),
+        checks=checks,
+        symptoms=symptoms,
+        diagnosis=diagnosis,
+        error=error,
+        isolation=isolation,
+        output=output or Printed(),
+        warnings=list(warnings),
+    )
 
 
 def grade_quiz(exercise: Exercise, submitted: SubmittedFiles, student: str | None) -> Grade:
@@ -63,8 +86,7 @@ def grade_quiz(exercise: Exercise, submitted: SubmittedFiles, student: str | Non
 def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
     # the jail receives the files' bytes: the learner's folder is never written to, nor mounted
     names = {file.removesuffix(".py"): list(n) for file, n in exercise.names.items()}
-    session = SubmissionSession(None, exercise.modules, exercise.limits,
-                                files=submitted.files, names=names)
+    session = SubmissionSession(None, exercise.modules, exercise.limits, files=submitted.files, names=names)
     session.toml = submitted.toml
     try:
         # the jail starts and imports the learner's modules while pytest collects the hidden
@@ -72,20 +94,28 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
         try:
             session.start()
         except JailError:
-            pass                                   # `loaded` reports it
-        collected = run_hidden_tests(exercise_dir(exercise.id) / "hidden", session,
-                                     before_checks=lambda: loaded(session, exercise))
+            pass  # `loaded` reports it
+        collected = run_hidden_tests(
+            exercise_dir(exercise.id) / "hidden", session, before_checks=lambda: loaded(session, exercise)
+        )
         if collected.problem is not None:
             kind, message = collected.problem
-            return assemble(exercise, [], [], GradeError(kind=kind, message=message),
-                            session.isolation, session.output())
+            return assemble(
+                exercise, [], [], GradeError(kind=kind, message=message), session.isolation, session.output()
+            )
         error = None
-        if session.budget_exhausted:     # the checks after that point could not run
-            error = GradeError(kind="timeout", message=msg(
-                "the submission used up its {seconds:g} s wall-clock budget; the checks it had not "
-                "reached by then fail", seconds=session.limits.wall_seconds))
-        return assemble(exercise, collected.results, collected.diagnoses, error,
-                        session.isolation, session.output())
+        if session.budget_exhausted:  # the checks after that point could not run
+            error = GradeError(
+                kind="timeout",
+                message=msg(
+                    "the submission used up its {seconds:g} s wall-clock budget; the checks it had not "
+                    "reached by then fail",
+                    seconds=session.limits.wall_seconds,
+                ),
+            )
+        return assemble(
+            exercise, collected.results, collected.diagnoses, error, session.isolation, session.output()
+        )
     finally:
         session.close()
 
@@ -102,14 +132,27 @@ def loaded(session: SubmissionSession, exercise: Exercise) -> tuple[str, str] | 
             kind = "memory" if error.get("memory") else "crash"
             text = learner_text(error)
             if error.get("where"):
-                return kind, msg("importing {module}.py raised {type} at {where}: {message}", module=module,
-                                 type=str(error.get("type")), where=str(error["where"]), message=text)
-            return kind, msg("importing {module}.py raised {type}: {message}", module=module,
-                             type=str(error.get("type")), message=text)
+                return kind, msg(
+                    "importing {module}.py raised {type} at {where}: {message}",
+                    module=module,
+                    type=str(error.get("type")),
+                    where=str(error["where"]),
+                    message=text,
+                )
+            return kind, msg(
+                "importing {module}.py raised {type}: {message}",
+                module=module,
+                type=str(error.get("type")),
+                message=text,
+            )
     for file, names in exercise.names.items():
         missing = session.missing.get(file.removesuffix(".py"), [])
         if missing:
             return "invalid-submission", msg(
                 "{file} does not define {missing} (the exercise asks for {names}; see the starter's "
-                "docstrings)", file=file, missing=", ".join(missing), names=", ".join(names))
+                "docstrings)",
+                file=file,
+                missing=", ".join(missing),
+                names=", ".join(names),
+            )
     return None

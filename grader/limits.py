@@ -71,6 +71,7 @@ Example:
     Traceback (most recent call last):
     pydantic_core._pydantic_core.ValidationError: ... Extra inputs are not permitted ...
 """
+
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
@@ -80,17 +81,18 @@ KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 class Limits(BaseModel):
     """What one exercise allows a submission: exercise.toml `[limits]`, and the jail's limits."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    wall_seconds: float = 120.0        # the whole submission
-    call_seconds: float = 60.0         # any single call
-    memory_mb: int = 4096              # address space on top of what the warm runtime maps
-    processes: int = 256               # processes and threads of the jail's own uid
-    file_size_mb: int = 64             # any file written, printed output included
-    output_bytes: int = 1 * MiB        # printed output kept for the report
-    open_files: int = 256              # file descriptors of a jail process
-    tmp_mb: int = 256                  # the jail's private /tmp
-    cpu_seconds: float | None = None   # default: wall_seconds
+    wall_seconds: float = 120.0  # the whole submission
+    call_seconds: float = 60.0  # any single call
+    memory_mb: int = 4096  # address space on top of what the warm runtime maps
+    processes: int = 256  # processes and threads of the jail's own uid
+    file_size_mb: int = 64  # any file written, printed output included
+    output_bytes: int = 1 * MiB  # printed output kept for the report
+    open_files: int = 256  # file descriptors of a jail process
+    tmp_mb: int = 256  # the jail's private /tmp
+    cpu_seconds: float | None = None  # default: wall_seconds
 
     def for_jail(self) -> dict:
         """The limits as plain values, as the zygote and sandbox.set_limits read them."""
@@ -100,37 +102,37 @@ class Limits(BaseModel):
 
 
 # -- learner files ----------------------------------------------------------------------------
-LEARNER_FILE_BYTES = 1 * MiB           # one learner file (grader.submission, grader.sources)
-SUBMISSION_BYTES = 8 * MiB             # all files of one submission, as the jail receives them
-JAIL_READY_SECONDS = 30.0              # a jail's start-up, when call_seconds is longer
+LEARNER_FILE_BYTES = 1 * MiB  # one learner file (grader.submission, grader.sources)
+SUBMISSION_BYTES = 8 * MiB  # all files of one submission, as the jail receives them
+JAIL_READY_SECONDS = 30.0  # a jail's start-up, when call_seconds is longer
 
 # -- archives (grader.sources: a class's export, read in memory, never extracted) ------------
-ARCHIVE_MEMBERS = 50_000               # members of one archive
-ARCHIVE_BYTES = 2 * GiB                # an archive on disk, and its members' declared inflated size
-NESTED_ARCHIVE_BYTES = 64 * MiB        # a learner's own zip inside the export
-METADATA_BYTES = 16 * MiB              # submission_metadata.yml
-INFLATION_RATIO = 200                  # inflated / compressed size of one member ...
-INFLATION_CHECKED_ABOVE = 1 * MiB      # ... that inflates to more than this
+ARCHIVE_MEMBERS = 50_000  # members of one archive
+ARCHIVE_BYTES = 2 * GiB  # an archive on disk, and its members' declared inflated size
+NESTED_ARCHIVE_BYTES = 64 * MiB  # a learner's own zip inside the export
+METADATA_BYTES = 16 * MiB  # submission_metadata.yml
+INFLATION_RATIO = 200  # inflated / compressed size of one member ...
+INFLATION_CHECKED_ABOVE = 1 * MiB  # ... that inflates to more than this
 
 # -- messages and reports (SPEC: "64 KiB a message, 1 MiB a report") -------------------------
-MESSAGE_CHARS = 64 * KiB               # a check's message, and a learner's text inside one
-MESSAGE_BYTES = 64 * KiB               # one message in a report (UTF-8); printed output too
-REPORT_BYTES = 1 * MiB                 # one whole report
-REPORT_CHROME_BYTES = 160 * KiB        # of a report, what is not learner-influenced text
+MESSAGE_CHARS = 64 * KiB  # a check's message, and a learner's text inside one
+MESSAGE_BYTES = 64 * KiB  # one message in a report (UTF-8); printed output too
+REPORT_BYTES = 1 * MiB  # one whole report
+REPORT_CHROME_BYTES = 160 * KiB  # of a report, what is not learner-influenced text
 
 # -- quiz answers (grader.answers) ------------------------------------------------------------
-ANSWER_CHARS = 200                     # a string answer, before and after normalisation
-ANSWER_ELEMENTS = 10_000               # a list answer, all elements together
-ANSWER_DIMS = 4                        # nesting depth of a list answer
-ANSWER_DECIMAL_EXPONENT = 400          # |e| in a literal like 1.5e-7
-ANSWER_EXACT_BITS = 4096               # numerator / denominator of an exact intermediate value
-ANSWER_SHOWN_CHARS = 40                # learner text quoted back in a quiz's feedback
+ANSWER_CHARS = 200  # a string answer, before and after normalisation
+ANSWER_ELEMENTS = 10_000  # a list answer, all elements together
+ANSWER_DIMS = 4  # nesting depth of a list answer
+ANSWER_DECIMAL_EXPONENT = 400  # |e| in a literal like 1.5e-7
+ANSWER_EXACT_BITS = 4096  # numerator / denominator of an exact intermediate value
+ANSWER_SHOWN_CHARS = 40  # learner text quoted back in a quiz's feedback
 
 # -- the jail's own constants (its side cannot import this module; mirrored, held equal in tests)
 JAIL_SIDE = {
-    "wire.MAX_FRAME_BYTES": 512 * MiB,     # one message on the wire, tensors included
-    "wire.MAX_DEPTH": 32,                  # nesting of lists, tuples and dicts of a decoded value
-    "wire.MAX_STRING": 64 * KiB,           # exception messages and the like are cut to this
-    "zygote.MAX_CONTROL": 64 * KiB,        # one control message to the zygote
-    "zygote.DEFAULT_TMP_MB": Limits.model_fields["tmp_mb"].default,   # the spare's /tmp
+    "wire.MAX_FRAME_BYTES": 512 * MiB,  # one message on the wire, tensors included
+    "wire.MAX_DEPTH": 32,  # nesting of lists, tuples and dicts of a decoded value
+    "wire.MAX_STRING": 64 * KiB,  # exception messages and the like are cut to this
+    "zygote.MAX_CONTROL": 64 * KiB,  # one control message to the zygote
+    "zygote.DEFAULT_TMP_MB": Limits.model_fields["tmp_mb"].default,  # the spare's /tmp
 }

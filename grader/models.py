@@ -1,4 +1,5 @@
 """The one data contract: what flows from the check runner to the store and the renderers."""
+
 from __future__ import annotations
 
 import re
@@ -9,12 +10,36 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from grader.limits import Limits
 from grader.locale import Message, message_fields
 
-SYMPTOMS = ("nan-forward", "nan-training", "loss-collapse", "first-loss-off", "future-leak",
-            "fp16-overflow", "softmax-overflow", "shape-mismatch", "value-mismatch", "exception",
-            "timeout", "memory-limit")
-RULES = ("attention-scaling", "causal-mask", "numerical-stability", "head-split",
-         "pre-ln-residual", "normalization", "positional-encoding", "weight-tying",
-         "parameter-count", "target-shift", "data-windows", "loss-flattening", "api-contract", "quiz")
+SYMPTOMS = (
+    "nan-forward",
+    "nan-training",
+    "loss-collapse",
+    "first-loss-off",
+    "future-leak",
+    "fp16-overflow",
+    "softmax-overflow",
+    "shape-mismatch",
+    "value-mismatch",
+    "exception",
+    "timeout",
+    "memory-limit",
+)
+RULES = (
+    "attention-scaling",
+    "causal-mask",
+    "numerical-stability",
+    "head-split",
+    "pre-ln-residual",
+    "normalization",
+    "positional-encoding",
+    "weight-tying",
+    "parameter-count",
+    "target-shift",
+    "data-windows",
+    "loss-flattening",
+    "api-contract",
+    "quiz",
+)
 
 Symptom = Literal[SYMPTOMS]  # type: ignore[valid-type]
 Rule = Literal[RULES]  # type: ignore[valid-type]
@@ -32,7 +57,7 @@ def clean_text(value: str) -> str:
 
 def clean_data(value: Any) -> Any:
     """clean_text on every string inside plain data (dict keys included)."""
-    if isinstance(value, Message):       # keeps its id: its text is rebuilt from clean params
+    if isinstance(value, Message):  # keeps its id: its text is rebuilt from clean params
         return Message.from_data(clean_data(value.to_data())) if _UNSTORABLE.search(value) else value
     if isinstance(value, str):
         return clean_text(value)
@@ -63,6 +88,7 @@ class Said(Record):
     """A learner-facing message: English `message`, and the msgid and params it was made from
     (grader.locale), from which a report renders it in any language. Give `message` a Message
     (`msg(...)`) and its id and params are kept; plain text has no id and stays English."""
+
     message: str = ""
     message_id: str | None = None
     message_params: dict[str, Any] = {}
@@ -81,6 +107,7 @@ class Note(Said):
 class Printed(Record):
     """What the learner's code printed (stdout and stderr, as they interleaved), capped: its
     `start` and its `end`, and how many bytes were cut between them."""
+
     start: str = ""
     end: str = ""
     cut_bytes: int = 0
@@ -99,6 +126,7 @@ class Title(BaseModel):
 class Exercise(BaseModel):
     """An exercise folder's exercise.toml. Unknown keys are errors (a typo never means a default);
     `limits` is grader.limits.Limits."""
+
     model_config = ConfigDict(extra="forbid")
 
     id: str
@@ -107,7 +135,7 @@ class Exercise(BaseModel):
     day: int
     days: list[int] = []
     files: list[str]
-    names: dict[str, list[str]] = {}      # learner file -> names it must define
+    names: dict[str, list[str]] = {}  # learner file -> names it must define
     points: float
     limits: Limits = Limits()
 
@@ -122,6 +150,7 @@ class TrainingCurve(Record):
     A loss that was NaN or inf is stored as None (JSON has no NaN); `stride` > 1 when a long run
     was thinned for the report (every stride-th step is kept); `steps` is the run's length.
     """
+
     losses: list[float | None]
     ln_v: float
     floor: float
@@ -139,8 +168,8 @@ class CheckResult(Said):
     title: str = ""
     symptoms: list[Symptom] = []
     evidence: dict[str, float | int | str | list] = {}
-    title_i18n: dict[str, str] = {}        # lang -> title, where the title is data (quiz questions)
-    curve: TrainingCurve | None = None     # the training probe's losses, pass or fail
+    title_i18n: dict[str, str] = {}  # lang -> title, where the title is data (quiz questions)
+    curve: TrainingCurve | None = None  # the training probe's losses, pass or fail
 
 
 class Diagnosis(Said):

@@ -4,6 +4,7 @@ A mutant is one injected bug, written as find/replace edits against exercise sol
 line a learner would have written. `verify` grades every solution, every correct alternative and
 every mutant through the same path as a learner submission.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -32,14 +33,15 @@ class Edit(BaseModel):
 
 class Mutant(BaseModel):
     """A mutant's TOML file; unknown keys are errors."""
+
     model_config = ConfigDict(extra="forbid")
 
     id: str
     rule: Rule
     day: int
     description: str
-    symptoms: list[str] = []          # each must appear in the grade
-    named: bool = False               # the grade's diagnosis must name this mutant
+    symptoms: list[str] = []  # each must appear in the grade
+    named: bool = False  # the grade's diagnosis must name this mutant
     edit: list[Edit]
 
     @property
@@ -64,8 +66,10 @@ def apply_mutant(mutant: Mutant, exercise: str, target: Path) -> Path:
         path = target / edit.file
         text = path.read_text()
         if text.count(edit.find) != 1:
-            raise MutantError(f"mutant {mutant.id}: {edit.file} of {exercise} contains "
-                              f"{text.count(edit.find)} copies of the text to replace; expected 1")
+            raise MutantError(
+                f"mutant {mutant.id}: {edit.file} of {exercise} contains "
+                f"{text.count(edit.find)} copies of the text to replace; expected 1"
+            )
         path.write_text(text.replace(edit.find, edit.replace))
     return target
 
@@ -77,8 +81,9 @@ def alternatives() -> list[tuple[str, str, Path]]:
 
 # -- verification -----------------------------------------------------------------------------
 
+
 class Case(BaseModel):
-    kind: str                  # "solution", "alternative", "mutant", "starter"
+    kind: str  # "solution", "alternative", "mutant", "starter"
     name: str
     exercise: str
     expected_rules: list[str] = []
@@ -99,19 +104,36 @@ def cases(exercise: str | None = None) -> list[Case]:
         ex = ex_dir.parent.name
         if (ex_dir.parent / "hidden").is_dir() and exercise in (None, ex):
             out.append(Case(kind="solution", name="solution", exercise=ex))
-    out += [Case(kind="alternative", name=name, exercise=ex) for ex, name, _ in alternatives()
-            if exercise in (None, ex)]
+    out += [
+        Case(kind="alternative", name=name, exercise=ex)
+        for ex, name, _ in alternatives()
+        if exercise in (None, ex)
+    ]
     for m in load_mutants():
         for ex in m.exercises:
             if exercise in (None, ex):
-                out.append(Case(kind="mutant", name=m.id, exercise=ex, expected_rules=[m.rule],
-                                symptoms=m.symptoms, named=[m.id] if m.named else []))
+                out.append(
+                    Case(
+                        kind="mutant",
+                        name=m.id,
+                        exercise=ex,
+                        expected_rules=[m.rule],
+                        symptoms=m.symptoms,
+                        named=[m.id] if m.named else [],
+                    )
+                )
     if exercise in (None, "day49-bughunt"):
         # the bug-hunt starter is a mutant with four bugs: each must be caught and named
-        out.append(Case(kind="starter", name="starter", exercise="day49-bughunt",
-                        expected_rules=["attention-scaling", "causal-mask", "pre-ln-residual", "target-shift"],
-                        symptoms=["nan-forward"],
-                        named=["scale-by-d-model", "mask-diagonal-0", "post-ln", "unshifted-targets"]))
+        out.append(
+            Case(
+                kind="starter",
+                name="starter",
+                exercise="day49-bughunt",
+                expected_rules=["attention-scaling", "causal-mask", "pre-ln-residual", "target-shift"],
+                symptoms=["nan-forward"],
+                named=["scale-by-d-model", "mask-diagonal-0", "post-ln", "unshifted-targets"],
+            )
+        )
     return out
 
 
@@ -136,6 +158,7 @@ def judge(case: Case, grade: Grade) -> Verdict:
 
 def grade_case(case: Case) -> Verdict:
     from grader.grading import grade
+
     with tempfile.TemporaryDirectory(prefix="grader-mutant-") as tmp:
         if case.kind == "solution":
             path = EXERCISES_DIR / case.exercise / "solution"

@@ -3,6 +3,7 @@
 Answers are data: they are parsed by tomllib in the grader and compared by grader.answers (pure
 functions). Nothing of the learner's runs, so quizzes need no jail.
 """
+
 from __future__ import annotations
 
 from functools import cache
@@ -28,6 +29,7 @@ CHECK_FIELDS = {"rule", "day", "text", "points", "variant"}
 
 class QuizQuestion(BaseModel):
     """One entry of key.toml: the check it is, its text, and the answer engine's fields."""
+
     model_config = ConfigDict(extra="allow")
 
     id: str
@@ -36,19 +38,22 @@ class QuizQuestion(BaseModel):
     day: int
     points: float = 1.0
     text: Title
-    variant: str | None = None      # a generator in grader.variants: the key depends on the learner
+    variant: str | None = None  # a generator in grader.variants: the key depends on the learner
 
     def engine_fields(self) -> dict:
         return {k: v for k, v in self.model_dump(by_alias=True).items() if k not in CHECK_FIELDS}
 
 
-ENGINES = {cls.model_fields["kind"].default: cls
-           for cls in (IntegerQuestion, RealQuestion, InfQuestion, ChoiceQuestion)}
+ENGINES = {
+    cls.model_fields["kind"].default: cls
+    for cls in (IntegerQuestion, RealQuestion, InfQuestion, ChoiceQuestion)
+}
 
 
 class AnswerKey(BaseModel):
     """An exercise's key.toml. Unknown keys are errors, in a question too (load_key checks those
     against the question's kind)."""
+
     model_config = ConfigDict(extra="forbid")
 
     questions: list[QuizQuestion]
@@ -56,6 +61,7 @@ class AnswerKey(BaseModel):
 
 class PosedQuestion(BaseModel):
     """A question as one learner sees it: variant parameters filled in, its key computed."""
+
     item: QuizQuestion
     text_en: str
     text_zh: str
@@ -73,13 +79,17 @@ def load_key(exercise_id: str) -> tuple[QuizQuestion, ...]:
     for n, item in enumerate(key.questions, 1):
         engine = ENGINES.get(item.kind)
         if engine is None:
-            raise ExerciseFileError(f"{shown_path(path)}: [[questions]] #{n} ({item.id}): unknown kind "
-                                    f"{item.kind!r}; known kinds: {', '.join(sorted(ENGINES))}")
+            raise ExerciseFileError(
+                f"{shown_path(path)}: [[questions]] #{n} ({item.id}): unknown kind "
+                f"{item.kind!r}; known kinds: {', '.join(sorted(ENGINES))}"
+            )
         known = set(QuizQuestion.model_fields) | set(engine.model_fields)
         unknown = sorted(set(item.model_extra or {}) - known)
         if unknown:
-            raise ExerciseFileError(f"{shown_path(path)}: [[questions]] #{n} ({item.id}): unknown key "
-                                    f"{unknown[0]!r}; known keys: {', '.join(sorted(known))}")
+            raise ExerciseFileError(
+                f"{shown_path(path)}: [[questions]] #{n} ({item.id}): unknown key "
+                f"{unknown[0]!r}; known keys: {', '.join(sorted(known))}"
+            )
     return tuple(key.questions)
 
 
@@ -87,10 +97,12 @@ def _question(exercise_id: str, item: QuizQuestion, fields: dict):
     try:
         return question_from_dict(fields)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or item.kind}: {e['msg']}"
-                             for e in exc.errors())
-        raise ExerciseFileError(f"{shown_path(key_path(exercise_id))}: [[questions]] {item.id}: "
-                                f"{problems}") from None
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'][1:])) or item.kind}: {e['msg']}" for e in exc.errors()
+        )
+        raise ExerciseFileError(
+            f"{shown_path(key_path(exercise_id))}: [[questions]] {item.id}: {problems}"
+        ) from None
 
 
 def pose(exercise_id: str, student: str | None) -> list[PosedQuestion]:
@@ -102,18 +114,26 @@ def pose(exercise_id: str, student: str | None) -> list[PosedQuestion]:
         if item.variant:
             params, key = draw(item.variant, student or "", exercise_id, item.id)
             fields["answer"] = key
-        posed.append(PosedQuestion(item=item, text_en=item.text.en.format(**params),
-                                   text_zh=item.text.zh_TW.format(**params),
-                                   question=_question(exercise_id, item, fields)))
+        posed.append(
+            PosedQuestion(
+                item=item,
+                text_en=item.text.en.format(**params),
+                text_zh=item.text.zh_TW.format(**params),
+                question=_question(exercise_id, item, fields),
+            )
+        )
     return posed
 
 
 def starter_text(exercise: Exercise, student: str | None) -> str:
-    lines = [f"# {exercise.title.en} / {exercise.title.zh_TW}",
-             "# Write each answer after its '='. Numbers may be 4194304, 4_194_304, \"4,194,304\", "
-             "\"ln(100)\", \"2/3\"; lists as [..]; choices as a letter.",
-             f"# learner: {student}" if student else "# the default variant (no --student given)",
-             "", "[answers]"]
+    lines = [
+        f"# {exercise.title.en} / {exercise.title.zh_TW}",
+        "# Write each answer after its '='. Numbers may be 4194304, 4_194_304, \"4,194,304\", "
+        "\"ln(100)\", \"2/3\"; lists as [..]; choices as a letter.",
+        f"# learner: {student}" if student else "# the default variant (no --student given)",
+        "",
+        "[answers]",
+    ]
     for p in pose(exercise.id, student):
         lines.append(f"# {p.text_en}")
         lines.append(f"# {p.text_zh}")
@@ -125,8 +145,9 @@ def starter_text(exercise: Exercise, student: str | None) -> str:
     return "\n".join(lines)
 
 
-def grade_answers(exercise: Exercise, answers_file: dict, student: str | None
-                  ) -> tuple[list[CheckResult], list[str]]:
+def grade_answers(
+    exercise: Exercise, answers_file: dict, student: str | None
+) -> tuple[list[CheckResult], list[str]]:
     """(one check per question, warnings). Missing answers score zero; unknown ids are warnings."""
     answers = answers_file.get("answers", {})
     warnings: list[str] = []
@@ -150,8 +171,17 @@ def grade_answers(exercise: Exercise, answers_file: dict, student: str | None
         else:
             result = check_answer(p.question, raw)
             passed, message = result.passed, result.message
-        checks.append(CheckResult(id=p.item.id, passed=passed, points=p.item.points if passed else 0.0,
-                                  max_points=p.item.points, rule=p.item.rule, day=p.item.day,
-                                  title=p.text_en, title_i18n={"zh-TW": p.text_zh},
-                                  **(message_fields(message) if not passed else {})))
+        checks.append(
+            CheckResult(
+                id=p.item.id,
+                passed=passed,
+                points=p.item.points if passed else 0.0,
+                max_points=p.item.points,
+                rule=p.item.rule,
+                day=p.item.day,
+                title=p.text_en,
+                title_i18n={"zh-TW": p.text_zh},
+                **(message_fields(message) if not passed else {}),
+            )
+        )
     return checks, warnings

@@ -3,6 +3,7 @@
 The hidden tests live with the grader and run here, in the trusted process; only the `submission`
 fixture reaches into the jail. Each test marked with `check(...)` becomes one CheckResult.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,11 +41,11 @@ class _CheckCollector:
         if self._before_checks is not None:
             self.problem = self._before_checks()
             if self.problem is not None:
-                return True            # ends the run loop: no check runs
+                return True  # ends the run loop: no check runs
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
-        take_attachments()                 # nothing carries over from the previous check
+        take_attachments()  # nothing carries over from the previous check
         self._submission_call("discard_pending")
 
     @pytest.hookimpl(wrapper=True)
@@ -79,8 +80,13 @@ class _CheckCollector:
     def _result(self, item, marker, call) -> CheckResult:
         meta = marker.kwargs
         check_id = item.name.removeprefix("test_").replace("_", "-")
-        base = dict(id=check_id, max_points=float(meta["points"]), rule=meta["rule"],
-                    day=int(meta["day"]), title=meta.get("title", ""))
+        base = dict(
+            id=check_id,
+            max_points=float(meta["points"]),
+            rule=meta["rule"],
+            day=int(meta["day"]),
+            title=meta.get("title", ""),
+        )
         curve = take_attachments().get("curve")
         if call.excinfo is None:
             return CheckResult(passed=True, points=float(meta["points"]), curve=curve, **base)
@@ -91,8 +97,15 @@ class _CheckCollector:
                 d = dict(d)
                 text = message_fields(d.pop("message", ""), MAX_MESSAGE)
                 self.diagnoses.append(Diagnosis(check=check_id, **d, **text))
-        return CheckResult(passed=False, points=0.0, symptoms=symptoms, evidence=evidence,
-                           curve=curve, **message_fields(message, MAX_MESSAGE), **base)
+        return CheckResult(
+            passed=False,
+            points=0.0,
+            symptoms=symptoms,
+            evidence=evidence,
+            curve=curve,
+            **message_fields(message, MAX_MESSAGE),
+            **base,
+        )
 
 
 def explain(exc: BaseException) -> tuple[str, list[str], dict]:
@@ -102,39 +115,79 @@ def explain(exc: BaseException) -> tuple[str, list[str], dict]:
     if isinstance(exc, LearnerError):
         if exc.is_a("NotImplementedError"):
             if exc.where:
-                return (msg("not implemented yet: your code raised NotImplementedError at {where}",
-                            where=str(exc.where)), ["exception"], {})
+                return (
+                    msg(
+                        "not implemented yet: your code raised NotImplementedError at {where}",
+                        where=str(exc.where),
+                    ),
+                    ["exception"],
+                    {},
+                )
             return msg("not implemented yet: your code raised NotImplementedError"), ["exception"], {}
         if exc.where:
-            return (msg("your code raised {type} at {where}: {message}", type=exc.type_name,
-                        where=str(exc.where), message=exc.learner_message), ["exception"], {})
-        return (msg("your code raised {type}: {message}", type=exc.type_name,
-                    message=exc.learner_message), ["exception"], {})
+            return (
+                msg(
+                    "your code raised {type} at {where}: {message}",
+                    type=exc.type_name,
+                    where=str(exc.where),
+                    message=exc.learner_message,
+                ),
+                ["exception"],
+                {},
+            )
+        return (
+            msg("your code raised {type}: {message}", type=exc.type_name, message=exc.learner_message),
+            ["exception"],
+            {},
+        )
     if isinstance(exc, JailError):
         detail = exc.message
-        kinds = {"timeout": msg("timeout: {detail}", detail=detail),
-                 "memory": msg("memory: {detail}", detail=detail),
-                 "sandbox": msg("sandbox: {detail}", detail=detail),
-                 "crash": msg("crash: {detail}", detail=detail)}
+        kinds = {
+            "timeout": msg("timeout: {detail}", detail=detail),
+            "memory": msg("memory: {detail}", detail=detail),
+            "sandbox": msg("sandbox: {detail}", detail=detail),
+            "crash": msg("crash: {detail}", detail=detail),
+        }
         return kinds.get(exc.kind, f"{exc.kind}: {exc}"), [exc.symptom], {}
     if isinstance(exc, AssertionError):
         return message_of(exc) or msg("assertion failed"), [], {}
     # An error in the grader's own test code is the grader's bug, never the learner's: say so.
-    return (msg("internal grader error in this check ({type}: {error})", type=type(exc).__name__,
-                error=str(exc)), [], {})
+    return (
+        msg("internal grader error in this check ({type}: {error})", type=type(exc).__name__, error=str(exc)),
+        [],
+        {},
+    )
 
 
 def run_hidden_tests(hidden_dir: Path, submission, before_checks=None) -> _CheckCollector:
     """before_checks() -> (error kind, message) or None: called once tests are collected; when it
     returns a problem no check runs and `collector.problem` holds it."""
     collector = _CheckCollector(submission, before_checks)
-    args = [str(hidden_dir), "-c", str(INI), "--rootdir", str(hidden_dir), "-s",
-            "--assert=plain", "--import-mode=importlib", "-p", "no:cacheprovider",
-            "--noconftest", "-p", "no:terminal", "-p", "no:logging", "-W", "ignore"]
+    args = [
+        str(hidden_dir),
+        "-c",
+        str(INI),
+        "--rootdir",
+        str(hidden_dir),
+        "-s",
+        "--assert=plain",
+        "--import-mode=importlib",
+        "-p",
+        "no:cacheprovider",
+        "--noconftest",
+        "-p",
+        "no:terminal",
+        "-p",
+        "no:logging",
+        "-W",
+        "ignore",
+    ]
     code = pytest.main(args, plugins=[collector])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        raise RuntimeError(f"hidden tests in {hidden_dir} could not run (pytest exit {code}): "
-                           f"{' '.join(collector.collect_errors)}")
+        raise RuntimeError(
+            f"hidden tests in {hidden_dir} could not run (pytest exit {code}): "
+            f"{' '.join(collector.collect_errors)}"
+        )
     if collector.unmarked:
         raise RuntimeError(f"hidden tests without a check marker: {collector.unmarked}")
     return collector

@@ -8,6 +8,7 @@ hash, as in a real class.
 
     python -m grader.sampleclass day49-data 200 /tmp/class --hostile import-loop,syntax-error
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,10 @@ def templates(exercise_id: str) -> list[Template]:
 
 def _tag(files: dict[str, bytes], learner: str) -> dict[str, bytes]:
     """Make this learner's copy unique without changing what it does."""
-    return {name: data + (f"\n# {learner}\n".encode() if name.endswith((".py", ".toml")) else b"")
-            for name, data in files.items()}
+    return {
+        name: data + (f"\n# {learner}\n".encode() if name.endswith((".py", ".toml")) else b"")
+        for name, data in files.items()
+    }
 
 
 def _read(folder: Path, names: list[str]) -> dict[str, bytes]:
@@ -55,12 +58,19 @@ def hostile_files(kind: str, solution: dict[str, bytes], exercise) -> dict[str, 
     elif kind == "missing-file":
         files.pop(exercise.files[0], None)
     else:
-        return None                         # this exercise has no such file: skip the kind
+        return None  # this exercise has no such file: skip the kind
     return files
 
 
-def make_class(exercise_id: str, dest: Path, n: int, *, hostile: tuple[str, ...] = (),
-               per_hostile: int = 1, only: tuple[str, ...] = ()) -> dict[str, str]:
+def make_class(
+    exercise_id: str,
+    dest: Path,
+    n: int,
+    *,
+    hostile: tuple[str, ...] = (),
+    per_hostile: int = 1,
+    only: tuple[str, ...] = (),
+) -> dict[str, str]:
     """Write n learner folders under dest; returns learner -> kind ("solution", "mutant:post-ln",
     "hostile:syntax-error", ...). Hostile ones come first, then the templates in turn (only the
     kinds named in `only`, when given)."""
@@ -98,8 +108,11 @@ def make_class(exercise_id: str, dest: Path, n: int, *, hostile: tuple[str, ...]
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m grader.sampleclass", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.sampleclass",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("exercise")
     parser.add_argument("n", type=int)
     parser.add_argument("dest", type=Path)

@@ -7,14 +7,26 @@
 Values that come back are plain Python data and this process's own tensors. A jail that dies is
 replaced by a fresh one for the next check; the handles of the dead one stop working.
 """
+
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-from grader.jail.client import (CpuShare, Jail, JailCrash, JailError, JailTimeout, LearnerError,
-                                Limits, default_zygote, learner_text, output_file, read_output,
-                                read_submission_files)
+from grader.errors import learner_text
+from grader.jail.client import (
+    CpuShare,
+    Jail,
+    JailCrash,
+    JailError,
+    JailTimeout,
+    LearnerError,
+    Limits,
+    default_zygote,
+    output_file,
+    read_output,
+    read_submission_files,
+)
 from grader.jail.wire import Handle
 from grader.locale import Message, msg
 
@@ -22,12 +34,16 @@ from grader.locale import Message, msg
 class Remote:
     """A learner object in the jail: a module attribute or a handle, plus an attribute path."""
 
-    def __init__(self, session: "SubmissionSession", target: dict, label: str):
+    _session: SubmissionSession  # set with object.__setattr__: this class's own attributes
+    _target: dict
+    _label: str
+
+    def __init__(self, session: SubmissionSession, target: dict, label: str):
         object.__setattr__(self, "_session", session)
         object.__setattr__(self, "_target", target)
         object.__setattr__(self, "_label", label)
 
-    def __getattr__(self, name: str) -> "Remote":
+    def __getattr__(self, name: str) -> Remote:
         if name.startswith("__"):
             raise AttributeError(name)
         target = dict(self._target, path=[*self._target.get("path", []), name])
@@ -50,14 +66,22 @@ def freeze_long_lived_objects() -> None:
     global _frozen
     if not _frozen:
         import gc
+
         gc.freeze()
         _frozen = True
 
 
 class SubmissionSession:
-    def __init__(self, root: Path | None, modules: list[str], limits: Limits, generation: int = 0,
-                 zygote=None, files: dict[str, bytes] | None = None,
-                 names: dict[str, list[str]] | None = None):
+    def __init__(
+        self,
+        root: Path | None,
+        modules: list[str],
+        limits: Limits,
+        generation: int = 0,
+        zygote=None,
+        files: dict[str, bytes] | None = None,
+        names: dict[str, list[str]] | None = None,
+    ):
         """root: a folder holding the learner's files; or None, with `files` (name -> bytes).
         names: {module: [name]} that SPEC asks each module to define; see `missing`."""
         freeze_long_lived_objects()
@@ -66,10 +90,10 @@ class SubmissionSession:
         self.limits = limits
         self.started = time.monotonic()
         self.jail: Jail | None = None
-        self.generation = generation      # bumps when a dead jail is replaced
+        self.generation = generation  # bumps when a dead jail is replaced
         self.names = dict(names or {})
         self.import_errors: dict[str, dict | None] = {}
-        self.missing: dict[str, list[str]] = {}    # of `names`, those a module does not define
+        self.missing: dict[str, list[str]] = {}  # of `names`, those a module does not define
         self.budget_exhausted = False
         self.jails_started = 0
         self._zygote = zygote
@@ -81,6 +105,7 @@ class SubmissionSession:
         # requests whose answer only says whether they worked (loading weights): sent together
         # with the next request, or at the end of the check, to save a round trip each
         self._pending: list[tuple[dict, str, int]] = []
+        self.toml: dict[str, dict] = {}  # the submission's TOML files, parsed (hidden tests read them)
 
     # -- jail lifecycle ---------------------------------------------------------------------------------
     def budget_left(self) -> float:
@@ -90,7 +115,9 @@ class SubmissionSession:
         left = self.budget_left()
         if left <= 0:
             self.budget_exhausted = True
-            raise JailTimeout(msg("the submission used up its {seconds:.0f} s", seconds=self.limits.wall_seconds))
+            raise JailTimeout(
+                msg("the submission used up its {seconds:.0f} s", seconds=self.limits.wall_seconds)
+            )
         return min(left, self.limits.call_seconds)
 
     def start(self) -> None:
@@ -114,10 +141,20 @@ class SubmissionSession:
         zygote = self._zygote or default_zygote()
         self.isolation = zygote.isolation
         if self._files is None:
+            assert self.root is not None, "a session given no files reads them from its root"
             self._files = read_submission_files(self.root)
-        self.jail = Jail(self.root, self.limits, output=self._output, zygote=zygote, files=self._files,
-                         cpu=self._cpu.take(), modules=self.modules, names=self.names, wait=False,
-                         timeout=timeout)
+        self.jail = Jail(
+            self.root,
+            self.limits,
+            output=self._output,
+            zygote=zygote,
+            files=self._files,
+            cpu=self._cpu.take(),
+            modules=self.modules,
+            names=self.names,
+            wait=False,
+            timeout=timeout,
+        )
         self.jails_started += 1
         if wait:
             self._ready(self.jail)
@@ -127,12 +164,16 @@ class SubmissionSession:
         info = jail.wait_ready(self._timeout())
         imports, missing = info.get("imports", {}), info.get("missing", {})
         # the learner's code ran before this reply was sent: check its shape before using it
-        if not (isinstance(imports, dict) and isinstance(missing, dict)
-                and all(e is None or isinstance(e, dict) for e in imports.values())
-                and all(isinstance(n, list) and all(isinstance(x, str) for x in n)
-                        for n in missing.values())):
+        if not (
+            isinstance(imports, dict)
+            and isinstance(missing, dict)
+            and all(e is None or isinstance(e, dict) for e in imports.values())
+            and all(isinstance(n, list) and all(isinstance(x, str) for x in n) for n in missing.values())
+        ):
             jail.kill()
-            raise JailCrash(msg("the jail broke the protocol ({detail})", detail=msg("a malformed ready reply")))
+            raise JailCrash(
+                msg("the jail broke the protocol ({detail})", detail=msg("a malformed ready reply"))
+            )
         self.import_errors = dict(imports)
         self.missing = {m: list(n) for m, n in missing.items()}
         if self.generation > 0:
@@ -140,9 +181,14 @@ class SubmissionSession:
             if failed:
                 module, error = next(iter(failed.items()))
                 text = learner_text(error)
-                raise JailCrash(msg("importing {module}.py again in a fresh jail raised {type}: {message}",
-                                    module=module, type=str(error.get("type")),
-                                    message=text if isinstance(text, Message) else text[:500]))
+                raise JailCrash(
+                    msg(
+                        "importing {module}.py again in a fresh jail raised {type}: {message}",
+                        module=module,
+                        type=str(error.get("type")),
+                        message=text if isinstance(text, Message) else text[:500],
+                    )
+                )
 
     def request(self, op: str, **fields):
         jail = self.ensure_jail()
@@ -167,15 +213,21 @@ class SubmissionSession:
         done = result.get("done") if isinstance(result, dict) else None
         if not isinstance(done, list) or not done or len(done) > len(requests):
             jail.kill()
-            raise JailCrash(msg("the jail broke the protocol ({detail})", detail=msg("a malformed batch reply")))
-        for (_, label, _), answer in zip(pending, done):
+            raise JailCrash(
+                msg("the jail broke the protocol ({detail})", detail=msg("a malformed batch reply"))
+            )
+        for (_, label, _), answer in zip(pending, done, strict=False):  # done may stop short
             _check_loaded(answer, label)
         if then is None:
             return None
-        if len(done) < len(requests):            # a load failed; _check_loaded has said so
+        if len(done) < len(requests):  # a load failed; _check_loaded has said so
             jail.kill()
-            raise JailCrash(msg("the jail broke the protocol ({detail})",
-                                detail=msg("a batch that stopped without a reason")))
+            raise JailCrash(
+                msg(
+                    "the jail broke the protocol ({detail})",
+                    detail=msg("a batch that stopped without a reason"),
+                )
+            )
         return done[-1]
 
     def close(self) -> None:
@@ -205,8 +257,9 @@ class SubmissionSession:
         Sent with the next request (or at the end of the check): if the learner's module lacks a
         name or a shape differs, that request raises the AssertionError, within the same check."""
         state = {k: v.detach().clone() for k, v in state_dict.items()}
-        self._pending.append(({"op": "load", "target": self._target(remote), "state": state},
-                              remote._label, self.generation))
+        self._pending.append(
+            ({"op": "load", "target": self._target(remote), "state": state}, remote._label, self.generation)
+        )
 
     def parameters(self, remote: Remote) -> list[dict]:
         """[{name, shape, dtype, object}] with `object` equal for entries that share a Parameter."""
@@ -219,10 +272,19 @@ class SubmissionSession:
         """The value of a learner attribute, as plain data."""
         return self.request("get", target=self._target(remote))
 
-    def train_lm(self, model: Remote, data, *, steps: int, batch_size: int, block_size: int,
-                 lr: float, seed: int = 0) -> list[float]:
-        return self.request("train_lm", target=self._target(model), data=data, steps=steps,
-                            batch_size=batch_size, block_size=block_size, lr=lr, seed=seed)
+    def train_lm(
+        self, model: Remote, data, *, steps: int, batch_size: int, block_size: int, lr: float, seed: int = 0
+    ) -> list[float]:
+        return self.request(
+            "train_lm",
+            target=self._target(model),
+            data=data,
+            steps=steps,
+            batch_size=batch_size,
+            block_size=block_size,
+            lr=lr,
+            seed=seed,
+        )
 
     # -- internals ----------------------------------------------------------------------------
     def _target(self, remote: Remote) -> dict:
@@ -240,20 +302,36 @@ class SubmissionSession:
 
 def _check_loaded(answer, label: str) -> None:
     if not isinstance(answer, dict):
-        raise JailCrash(msg("the jail broke the protocol ({detail})", detail=msg("a load answered with no record")))
+        raise JailCrash(
+            msg("the jail broke the protocol ({detail})", detail=msg("a load answered with no record"))
+        )
     if "missing" in answer:
         missing = [str(n) for n in answer["missing"]][:5] if isinstance(answer["missing"], list) else []
-        raise AssertionError(msg(
-            "{module} has no parameter named {names}; the exercise fixes these attribute names (see "
-            "the starter's docstrings) so the grader can load the same weights into your module and "
-            "the reference", module=label, names=", ".join(missing)))
+        raise AssertionError(
+            msg(
+                "{module} has no parameter named {names}; the exercise fixes these attribute names (see "
+                "the starter's docstrings) so the grader can load the same weights into your module and "
+                "the reference",
+                module=label,
+                names=", ".join(missing),
+            )
+        )
     if "shape" in answer:
         try:
             name, theirs, ours = answer["shape"]
         except (TypeError, ValueError):
-            raise JailCrash(msg("the jail broke the protocol ({detail})", detail=msg("a malformed load answer"))) from None
-        raise AssertionError(msg("{module}.{name} has shape {theirs}; expected {ours}", module=label,
-                                 name=str(name), theirs=str(theirs), ours=str(ours)))
+            raise JailCrash(
+                msg("the jail broke the protocol ({detail})", detail=msg("a malformed load answer"))
+            ) from None
+        raise AssertionError(
+            msg(
+                "{module}.{name} has shape {theirs}; expected {ours}",
+                module=label,
+                name=str(name),
+                theirs=str(theirs),
+                ours=str(ours),
+            )
+        )
 
 
 def _unwrap(session: SubmissionSession, value):
@@ -271,8 +349,7 @@ def _unwrap(session: SubmissionSession, value):
 
 def _wrap(session: SubmissionSession, value, label: str):
     if isinstance(value, Handle):
-        return Remote(session, {"handle": value.id, "generation": session.generation},
-                      f"{label}(...)")
+        return Remote(session, {"handle": value.id, "generation": session.generation}, f"{label}(...)")
     if isinstance(value, list):
         return [_wrap(session, v, label) for v in value]
     if isinstance(value, tuple):

@@ -23,6 +23,7 @@ members and on the total inflated size refuse a zip bomb before anything is read
 learner's files each exercise file is found by name at the shallowest depth (an exercise with a
 single file also takes the one file with its suffix), so `mywork/data.py` is found too.
 """
+
 from __future__ import annotations
 
 import io
@@ -49,7 +50,9 @@ from grader.store.gradebook import Incoming
 IGNORED = ("__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini", "__pycache__")
 
 CANVAS = re.compile(r"^(?P<name>[^_]*?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)$", re.I)
-MOODLE = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assign(?:submission|feedback)_(?P<plugin>[a-z]+)_(?P<rest>.*)$")
+MOODLE = re.compile(
+    r"^(?P<name>.+?)_(?P<pid>\d+)_assign(?:submission|feedback)_(?P<plugin>[a-z]+)_(?P<rest>.*)$"
+)
 GRADESCOPE_META = "submission_metadata.yml"
 REUPLOAD = re.compile(r"^(?P<stem>.+)-\d+(?P<suffix>\.[^.]+)?$")
 
@@ -57,22 +60,24 @@ REUPLOAD = re.compile(r"^(?P<stem>.+)-\d+(?P<suffix>\.[^.]+)?$")
 @dataclass
 class Entry:
     """A file of the source, read only when it may be a learner file."""
+
     data: bytes | None = None
-    problem: str | None = None      # symbolic link, too large, unsafe path, encrypted
-    is_dir: bool = False            # kept so that an empty learner folder is still a learner
+    problem: str | None = None  # symbolic link, too large, unsafe path, encrypted
+    is_dir: bool = False  # kept so that an empty learner folder is still a learner
 
 
 @dataclass
 class Found:
     layout: str
     incoming: list[Incoming]
-    notes: list[str] = field(default_factory=list)     # what was skipped, and why
+    notes: list[str] = field(default_factory=list)  # what was skipped, and why
 
 
 Tree = dict[PurePosixPath, Entry]
 
 
 # -- reading: a folder or an archive into a Tree ---------------------------------------------------
+
 
 def _wanted(name: str, exercise: Exercise) -> bool:
     """Could this file be a learner file (or something that leads to one)? Others are never read."""
@@ -92,9 +97,11 @@ def read_folder(root: Path, exercise: Exercise) -> Tree:
         rel = Path(dirpath).relative_to(root)
         for d in list(dirnames):
             key = PurePosixPath(*rel.parts, d)
-            if (Path(dirpath) / d).is_symlink():        # os.walk does not descend; record it
+            if (Path(dirpath) / d).is_symlink():  # os.walk does not descend; record it
                 dirnames.remove(d)
-                tree[key] = Entry(problem=msg("{name} is a symbolic link; symbolic links are refused", name=d))
+                tree[key] = Entry(
+                    problem=msg("{name} is a symbolic link; symbolic links are refused", name=d)
+                )
             elif _ignored(key.parts):
                 dirnames.remove(d)
             else:
@@ -109,15 +116,20 @@ def read_folder(root: Path, exercise: Exercise) -> Tree:
                 continue
             st = path.lstat()
             if stat.S_ISLNK(st.st_mode):
-                tree[key] = Entry(problem=msg("{name} is a symbolic link; symbolic links are refused", name=f))
+                tree[key] = Entry(
+                    problem=msg("{name} is a symbolic link; symbolic links are refused", name=f)
+                )
             elif not stat.S_ISREG(st.st_mode):
                 tree[key] = Entry(problem=msg("{name} is not a regular file", name=f))
             elif _wanted(f, exercise):
                 limit = MAX_NESTED_BYTES if f.lower().endswith(".zip") else MAX_FILE_BYTES
                 with open(path, "rb") as fh:
                     data = fh.read(limit + 1)
-                tree[key] = (Entry(data=data) if len(data) <= limit else
-                             Entry(problem=msg("{name} is larger than {size} KiB", name=f, size=limit // 1024)))
+                tree[key] = (
+                    Entry(data=data)
+                    if len(data) <= limit
+                    else Entry(problem=msg("{name} is larger than {size} KiB", name=f, size=limit // 1024))
+                )
             else:
                 tree[key] = Entry()
     return tree
@@ -134,8 +146,9 @@ def _safe_member_path(name: str) -> PurePosixPath | None:
     return PurePosixPath(*parts)
 
 
-def read_zip(data_or_path, exercise: Exercise, *, max_total: int | None = None,
-             label: str = "SOURCE") -> Tree:
+def read_zip(
+    data_or_path, exercise: Exercise, *, max_total: int | None = None, label: str = "SOURCE"
+) -> Tree:
     """A zip archive as a Tree, read in memory. Raises SourceError for an archive that is unsafe
     as a whole (unreadable, traversal, too many members, too big); a member that is merely
     unusable (symbolic link, encrypted, inflating too far) is kept with its problem."""
@@ -143,23 +156,42 @@ def read_zip(data_or_path, exercise: Exercise, *, max_total: int | None = None,
     try:
         zf = zipfile.ZipFile(io.BytesIO(data_or_path) if isinstance(data_or_path, bytes) else data_or_path)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise SourceError(msg("{label}: not a readable zip archive: {error}", label=label, error=str(exc))) from None
+        raise SourceError(
+            msg("{label}: not a readable zip archive: {error}", label=label, error=str(exc))
+        ) from None
     with zf:
         infos = zf.infolist()
         if len(infos) > MAX_ARCHIVE_MEMBERS:
-            raise SourceError(msg("{label}: {count} members, more than the {limit} allowed", label=label,
-                                  count=len(infos), limit=MAX_ARCHIVE_MEMBERS))
+            raise SourceError(
+                msg(
+                    "{label}: {count} members, more than the {limit} allowed",
+                    label=label,
+                    count=len(infos),
+                    limit=MAX_ARCHIVE_MEMBERS,
+                )
+            )
         total = sum(max(i.file_size, 0) for i in infos)
         if total > max_total:
-            raise SourceError(msg("{label}: would inflate to {mb} MiB, more than the {limit} MiB allowed",
-                                  label=label, mb=total >> 20, limit=max_total >> 20))
+            raise SourceError(
+                msg(
+                    "{label}: would inflate to {mb} MiB, more than the {limit} MiB allowed",
+                    label=label,
+                    mb=total >> 20,
+                    limit=max_total >> 20,
+                )
+            )
         tree: Tree = {}
         for info in infos:
             path = _safe_member_path(info.filename)
             if path is None:
-                raise SourceError(msg("{label}: member {member} would be written outside the archive's "
-                                      "folder (an absolute path or ..); refusing the archive", label=label,
-                                      member=repr(info.filename)))
+                raise SourceError(
+                    msg(
+                        "{label}: member {member} would be written outside the archive's "
+                        "folder (an absolute path or ..); refusing the archive",
+                        label=label,
+                        member=repr(info.filename),
+                    )
+                )
             if _ignored(path.parts):
                 continue
             if info.is_dir():
@@ -167,8 +199,9 @@ def read_zip(data_or_path, exercise: Exercise, *, max_total: int | None = None,
                 continue
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):
-                tree[path] = Entry(problem=msg("{name} is a symbolic link; symbolic links are refused",
-                                               name=path.name))
+                tree[path] = Entry(
+                    problem=msg("{name} is a symbolic link; symbolic links are refused", name=path.name)
+                )
                 continue
             if not _wanted(path.name, exercise):
                 tree[path] = Entry()
@@ -176,22 +209,36 @@ def read_zip(data_or_path, exercise: Exercise, *, max_total: int | None = None,
             if info.flag_bits & 0x1:
                 tree[path] = Entry(problem=msg("{name} is encrypted in the archive", name=path.name))
                 continue
-            limit = MAX_NESTED_BYTES if path.name.lower().endswith(".zip") else (
-                MAX_METADATA_BYTES if path.name == GRADESCOPE_META else MAX_FILE_BYTES)
-            if info.file_size > limit or (info.file_size > INFLATION_CHECKED_ABOVE and
-                                          info.file_size > MAX_RATIO * max(info.compress_size, 1)):
-                tree[path] = Entry(problem=msg("{name} is larger than {size} KiB", name=path.name,
-                                               size=limit // 1024))
+            limit = (
+                MAX_NESTED_BYTES
+                if path.name.lower().endswith(".zip")
+                else (MAX_METADATA_BYTES if path.name == GRADESCOPE_META else MAX_FILE_BYTES)
+            )
+            if info.file_size > limit or (
+                info.file_size > INFLATION_CHECKED_ABOVE
+                and info.file_size > MAX_RATIO * max(info.compress_size, 1)
+            ):
+                tree[path] = Entry(
+                    problem=msg("{name} is larger than {size} KiB", name=path.name, size=limit // 1024)
+                )
                 continue
             try:
-                with zf.open(info) as fh:                # never trust the declared size
+                with zf.open(info) as fh:  # never trust the declared size
                     data = fh.read(limit + 1)
             except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError) as exc:
-                tree[path] = Entry(problem=msg("{name} cannot be read from the archive: {error}",
-                                               name=path.name, error=str(exc)))
+                tree[path] = Entry(
+                    problem=msg(
+                        "{name} cannot be read from the archive: {error}", name=path.name, error=str(exc)
+                    )
+                )
                 continue
-            tree[path] = Entry(data=data) if len(data) <= limit else Entry(
-                problem=msg("{name} is larger than {size} KiB", name=path.name, size=limit // 1024))
+            tree[path] = (
+                Entry(data=data)
+                if len(data) <= limit
+                else Entry(
+                    problem=msg("{name} is larger than {size} KiB", name=path.name, size=limit // 1024)
+                )
+            )
         return tree
 
 
@@ -211,9 +258,13 @@ def subtree(tree: Tree, top: str) -> Tree:
 
 # -- matching a learner's files with the exercise's -----------------------------------------------
 
-def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> tuple[dict[str, bytes], str | None]:
+
+def match_files(
+    exercise: Exercise, tree: Tree, *, canvas: bool = False
+) -> tuple[dict[str, bytes], str | None]:
     """The exercise files found in one learner's tree, and a problem that stops grading (or None).
     Missing files are simply absent: grading then says which are missing, as for `grader grade`."""
+
     def logical(path: PurePosixPath) -> str:
         name = path.name
         if canvas and name not in exercise.files:
@@ -225,13 +276,14 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> tupl
     tree = {p: e for p, e in tree.items() if not e.is_dir}
     nested = [p for p, e in tree.items() if p.suffix.lower() == ".zip" and e.data is not None]
     direct = {logical(p) for p in tree} & set(exercise.files)
-    if not direct and len(nested) == 1:          # the learner uploaded a zip of their work
+    if not direct and len(nested) == 1:  # the learner uploaded a zip of their work
         try:
-            inner = read_zip(tree[nested[0]].data, exercise, max_total=MAX_NESTED_BYTES,
-                             label=f"{nested[0].name}")
+            inner = read_zip(
+                tree[nested[0]].data, exercise, max_total=MAX_NESTED_BYTES, label=f"{nested[0].name}"
+            )
         except SourceError as exc:
             return {}, message_of(exc)
-        inner = {p: e for p, e in inner.items() if p.suffix.lower() != ".zip"}    # one level only
+        inner = {p: e for p, e in inner.items() if p.suffix.lower() != ".zip"}  # one level only
         return match_files(exercise, inner, canvas=canvas)
 
     files: dict[str, bytes] = {}
@@ -241,9 +293,13 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> tupl
             suffix = Path(name).suffix
             hits = [p for p in tree if p.suffix == suffix]
             if len(hits) > 1:
-                return {}, msg("{count} {suffix} files ({files}) and none named {name}: which one is the "
-                               "submission?", count=len(hits), suffix=suffix,
-                               files=", ".join(sorted(map(str, hits))[:4]), name=name)
+                return {}, msg(
+                    "{count} {suffix} files ({files}) and none named {name}: which one is the submission?",
+                    count=len(hits),
+                    suffix=suffix,
+                    files=", ".join(sorted(map(str, hits))[:4]),
+                    name=name,
+                )
         if not hits:
             continue
         depth = min(len(p.parts) for p in hits)
@@ -253,8 +309,12 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> tupl
             if canvas and all(logical(p) == name for p in shallow):
                 shallow = [max(shallow, key=lambda p: _reupload_number(p.name))]
             else:
-                return {}, msg("{count} files could be {name}: {files}", count=len(shallow), name=name,
-                               files=", ".join(map(str, shallow[:4])))
+                return {}, msg(
+                    "{count} files could be {name}: {files}",
+                    count=len(shallow),
+                    name=name,
+                    files=", ".join(map(str, shallow[:4])),
+                )
         entry = tree[shallow[0]]
         if entry.problem:
             return {}, entry.problem
@@ -264,10 +324,11 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> tupl
 
 def _reupload_number(name: str) -> int:
     m = REUPLOAD.match(name)
-    return int(name[len(m["stem"]) + 1:len(name) - len(m["suffix"] or "")]) if m else 0
+    return int(name[len(m["stem"]) + 1 : len(name) - len(m["suffix"] or "")]) if m else 0
 
 
 # -- the layouts ---------------------------------------------------------------------------------
+
 
 def read_source(source: Path, exercise: Exercise) -> Found:
     source = Path(source)
@@ -292,7 +353,11 @@ def read_source(source: Path, exercise: Exercise) -> Found:
     if any(MOODLE.match(t) for t in tops):
         return moodle(tree, exercise)
     flat = [p for p, e in tree.items() if len(p.parts) == 1 and not e.is_dir]
-    if flat and len(flat) == len(tree) and sum(bool(CANVAS.match(p.name)) for p in flat) >= max(1, len(flat) // 2):
+    if (
+        flat
+        and len(flat) == len(tree)
+        and sum(bool(CANVAS.match(p.name)) for p in flat) >= max(1, len(flat) // 2)
+    ):
         return canvas(tree, exercise)
     return folder(tree, exercise)
 
@@ -312,17 +377,22 @@ def folder(tree: Tree, exercise: Exercise) -> Found:
         if len(path.parts) > 1:
             groups.setdefault(top, {})[PurePosixPath(*path.parts[1:])] = entry
         elif entry.is_dir:
-            groups.setdefault(top, {})                   # a learner folder, maybe empty
+            groups.setdefault(top, {})  # a learner folder, maybe empty
         elif path.suffix.lower() == ".zip" or (len(exercise.files) == 1 and path.suffix in suffixes):
-            groups.setdefault(Path(top).stem, {})[PurePosixPath(top)] = entry    # a file per learner
-        elif entry.problem and not path.suffix:          # a learner "folder" that is a symbolic link
+            groups.setdefault(Path(top).stem, {})[PurePosixPath(top)] = entry  # a file per learner
+        elif entry.problem and not path.suffix:  # a learner "folder" that is a symbolic link
             refused[top] = entry.problem
         else:
             notes.append(f"skipped {top}: not a learner folder, archive or {'/'.join(sorted(suffixes))} file")
-    incoming = [_incoming(exercise, t, learner, layout="folder", origin=learner)
-                for learner, t in groups.items() if learner not in refused]
-    incoming += [Incoming(learner=learner, files={}, problem=problem, layout="folder", origin=learner)
-                 for learner, problem in refused.items()]
+    incoming = [
+        _incoming(exercise, t, learner, layout="folder", origin=learner)
+        for learner, t in groups.items()
+        if learner not in refused
+    ]
+    incoming += [
+        Incoming(learner=learner, files={}, problem=problem, layout="folder", origin=learner)
+        for learner, problem in refused.items()
+    ]
     return Found("folder", sorted(incoming, key=lambda i: i.learner), notes)
 
 
@@ -342,10 +412,23 @@ def canvas(tree: Tree, exercise: Exercise) -> Found:
         info = meta.setdefault(uid, {"name": m["name"] or None, "late": False, "origins": []})
         info["late"] |= bool(m["late"])
         info["origins"].append(path.name)
-    return Found("canvas", [_incoming(exercise, t, uid, layout="canvas", canvas=True,
-                                      origin=", ".join(meta[uid]["origins"])[:2000],
-                                      name=meta[uid]["name"], late=meta[uid]["late"])
-                            for uid, t in sorted(groups.items())], notes)
+    return Found(
+        "canvas",
+        [
+            _incoming(
+                exercise,
+                t,
+                uid,
+                layout="canvas",
+                canvas=True,
+                origin=", ".join(meta[uid]["origins"])[:2000],
+                name=meta[uid]["name"],
+                late=meta[uid]["late"],
+            )
+            for uid, t in sorted(groups.items())
+        ],
+        notes,
+    )
 
 
 def moodle(tree: Tree, exercise: Exercise) -> Found:
@@ -359,9 +442,9 @@ def moodle(tree: Tree, exercise: Exercise) -> Found:
             notes.append(f"skipped {path}: not named like a Moodle submission")
             continue
         if m["plugin"] != "file":
-            continue                                     # onlinetext, comments, feedback
+            continue  # onlinetext, comments, feedback
         pid = m["pid"]
-        if len(path.parts) == 1:                         # flat: prefix + file name
+        if len(path.parts) == 1:  # flat: prefix + file name
             if not m["rest"]:
                 continue
             rel = PurePosixPath(m["rest"])
@@ -372,13 +455,21 @@ def moodle(tree: Tree, exercise: Exercise) -> Found:
         origins.setdefault(pid, [])
         if path.parts[0] not in origins[pid]:
             origins[pid].append(path.parts[0])
-    return Found("moodle", [_incoming(exercise, t, pid, layout="moodle", name=names[pid],
-                                      origin=", ".join(origins[pid])[:2000])
-                            for pid, t in sorted(groups.items())], notes)
+    return Found(
+        "moodle",
+        [
+            _incoming(
+                exercise, t, pid, layout="moodle", name=names[pid], origin=", ".join(origins[pid])[:2000]
+            )
+            for pid, t in sorted(groups.items())
+        ],
+        notes,
+    )
 
 
 def gradescope(tree: Tree, exercise: Exercise) -> Found:
     import yaml
+
     entry = tree[PurePosixPath(GRADESCOPE_META)]
     if entry.data is None:
         raise SourceError(f"SOURCE: {GRADESCOPE_META}: {entry.problem}")
@@ -407,12 +498,23 @@ def gradescope(tree: Tree, exercise: Exercise) -> Found:
             def field_(k, person=person):
                 v = person.get(":" + k, person.get(k))
                 return str(v).strip() if v not in (None, "") else None
+
             key = field_("sid") or field_("email") or field_("name")
             if not key:
                 notes.append(f"skipped a submitter of {folder_name}: no sid, email or name")
                 continue
-            incoming.append(_incoming(exercise, sub_tree, key, layout="gradescope", origin=folder_name,
-                                      name=field_("name"), email=field_("email"), submitted_at=submitted_at))
+            incoming.append(
+                _incoming(
+                    exercise,
+                    sub_tree,
+                    key,
+                    layout="gradescope",
+                    origin=folder_name,
+                    name=field_("name"),
+                    email=field_("email"),
+                    submitted_at=submitted_at,
+                )
+            )
     for top in sorted({p.parts[0] for p in tree} - listed - {GRADESCOPE_META}):
         notes.append(f"skipped {top}: not listed in {GRADESCOPE_META}")
     return Found("gradescope", _merge_duplicates(incoming, notes), notes)
@@ -425,8 +527,9 @@ def _merge_duplicates(incoming: list[Incoming], notes: list[str]) -> list[Incomi
         old = by_key.get(inc.learner)
         if old is not None:
             newer = inc if _when(inc) >= _when(old) else old
-            notes.append(f"learner {inc.learner} appears in {old.origin} and {inc.origin}: "
-                         f"using {newer.origin}")
+            notes.append(
+                f"learner {inc.learner} appears in {old.origin} and {inc.origin}: using {newer.origin}"
+            )
             inc = newer
         by_key[inc.learner] = inc
     return sorted(by_key.values(), key=lambda i: i.learner)

@@ -3,6 +3,7 @@
 Runs in the trusted process and never executes learner code: Python files are only parsed with
 `ast` (to report a syntax error with its line), TOML files with tomllib.
 """
+
 from __future__ import annotations
 
 import ast
@@ -19,8 +20,8 @@ from grader.models import Exercise
 
 @dataclass
 class SubmittedFiles:
-    files: dict[str, bytes] = field(default_factory=dict)        # learner file name -> contents
-    toml: dict[str, dict] = field(default_factory=dict)          # parsed learner TOML files
+    files: dict[str, bytes] = field(default_factory=dict)  # learner file name -> contents
+    toml: dict[str, dict] = field(default_factory=dict)  # parsed learner TOML files
 
     @property
     def digest(self) -> str:
@@ -38,11 +39,19 @@ def read_submission(exercise: Exercise, path: Path) -> SubmittedFiles:
     if path.is_symlink():
         raise InvalidSubmission(msg("{path} is a symbolic link; submit the file itself", path=str(path)))
     if path.is_file():
-        candidates = {path.name: path} if path.name in exercise.files else {
-            f: path for f in exercise.files if Path(f).suffix == path.suffix}
+        candidates = (
+            {path.name: path}
+            if path.name in exercise.files
+            else {f: path for f in exercise.files if Path(f).suffix == path.suffix}
+        )
         if len(candidates) != 1:
-            raise InvalidSubmission(msg("{name} is not one of this exercise's files: {files}",
-                                        name=path.name, files=", ".join(exercise.files)))
+            raise InvalidSubmission(
+                msg(
+                    "{name} is not one of this exercise's files: {files}",
+                    name=path.name,
+                    files=", ".join(exercise.files),
+                )
+            )
         located = candidates
     else:
         located = {name: path / name for name in exercise.files}
@@ -50,19 +59,23 @@ def read_submission(exercise: Exercise, path: Path) -> SubmittedFiles:
     if missing:
         names, files = ", ".join(missing), ", ".join(exercise.files)
         if len(missing) > 1:
-            raise InvalidSubmission(msg("missing files: {missing} (this exercise needs {files})",
-                                        missing=names, files=files))
-        raise InvalidSubmission(msg("missing file: {missing} (this exercise needs {files})",
-                                    missing=names, files=files))
+            raise InvalidSubmission(
+                msg("missing files: {missing} (this exercise needs {files})", missing=names, files=files)
+            )
+        raise InvalidSubmission(
+            msg("missing file: {missing} (this exercise needs {files})", missing=names, files=files)
+        )
     submitted = SubmittedFiles()
     for name, p in located.items():
         if p.is_symlink():
             raise InvalidSubmission(msg("{name} is a symbolic link; symbolic links are refused", name=name))
         if not p.is_file():
             raise InvalidSubmission(msg("{name} is not a regular file", name=name))
-        data = p.read_bytes()[:MAX_FILE_BYTES + 1]
+        data = p.read_bytes()[: MAX_FILE_BYTES + 1]
         if len(data) > MAX_FILE_BYTES:
-            raise InvalidSubmission(msg("{name} is larger than {size} KiB", name=name, size=MAX_FILE_BYTES // 1024))
+            raise InvalidSubmission(
+                msg("{name} is larger than {size} KiB", name=name, size=MAX_FILE_BYTES // 1024)
+            )
         submitted.files[name] = data
         if name.endswith(".py"):
             check_python(name, data)
@@ -75,12 +88,23 @@ def check_python(name: str, data: bytes) -> None:
     try:
         ast.parse(data.decode("utf-8"), filename=name)
     except UnicodeDecodeError as exc:
-        raise InvalidSubmission(msg("{name} is not UTF-8 text (byte {byte})", name=name, byte=exc.start)) from None
+        raise InvalidSubmission(
+            msg("{name} is not UTF-8 text (byte {byte})", name=name, byte=exc.start)
+        ) from None
     except SyntaxError as exc:
-        raise InvalidSubmission(msg("{name} line {line}, column {column}: syntax error: {error}", name=name,
-                                    line=exc.lineno, column=exc.offset, error=exc.msg)) from None
+        raise InvalidSubmission(
+            msg(
+                "{name} line {line}, column {column}: syntax error: {error}",
+                name=name,
+                line=exc.lineno,
+                column=exc.offset,
+                error=exc.msg,
+            )
+        ) from None
     except (ValueError, RecursionError, MemoryError) as exc:
-        raise InvalidSubmission(msg("{name} cannot be parsed: {type}", name=name, type=type(exc).__name__)) from None
+        raise InvalidSubmission(
+            msg("{name} cannot be parsed: {type}", name=name, type=type(exc).__name__)
+        ) from None
 
 
 def parse_toml(name: str, data: bytes) -> dict:

@@ -1,5 +1,6 @@
 """Per-learner variants of quiz questions: parameters drawn from a seed derived from the learner
 and the exercise, and keys computed by reference_model, never typed by hand."""
+
 from __future__ import annotations
 
 import hashlib
@@ -19,7 +20,7 @@ def mha_params_bias(rng: random.Random) -> tuple[dict, int]:
     d_k = rng.choice([16, 32, 64, 80, 128])
     n_head = rng.choice([2, 4, 6, 8, 12, 16])
     d_model = d_k * n_head
-    with torch.device("meta"):           # counts shapes without allocating weights
+    with torch.device("meta"):  # counts shapes without allocating weights
         key = ref.count_parameters(ref.MultiHeadAttention(d_model, n_head, bias=True))
     return {"d_model": d_model, "n_head": n_head}, key
 
@@ -35,15 +36,19 @@ def toy_gpt_params(rng: random.Random) -> tuple[dict, int]:
     vocab = rng.choice([50, 64, 100, 128, 256])
     d_model = rng.choice([16, 32, 48, 64])
     n_layer = rng.choice([1, 2, 3])
-    config = ref.GPTConfig(vocab_size=vocab, block_size=16, d_model=d_model, n_layer=n_layer,
-                           n_head=4, tie_weights=True)
+    config = ref.GPTConfig(
+        vocab_size=vocab, block_size=16, d_model=d_model, n_layer=n_layer, n_head=4, tie_weights=True
+    )
     with torch.device("meta"):
         key = ref.count_parameters(ref.GPT(config))
     return {"vocab_size": vocab, "d_model": d_model, "n_layer": n_layer}, key
 
 
-GENERATORS = {"mha_params_bias": mha_params_bias, "softmax_pair": softmax_pair,
-              "toy_gpt_params": toy_gpt_params}
+GENERATORS = {
+    "mha_params_bias": mha_params_bias,
+    "softmax_pair": softmax_pair,
+    "toy_gpt_params": toy_gpt_params,
+}
 
 
 def draw(generator: str, student: str, exercise: str, question: str) -> tuple[dict, object]:

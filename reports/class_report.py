@@ -12,6 +12,7 @@
   name, each diagnosis message) was diagnosed in, counted once per submission;
 - how many submissions could not be graded normally, by error kind.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -72,8 +73,8 @@ class DiagnosisStat:
     rule: str
     day: int
     mutant: str | None
-    message: str               # one example, in the report's language
-    count: int = 0             # submissions it was diagnosed in
+    message: str  # one example, in the report's language
+    count: int = 0  # submissions it was diagnosed in
 
 
 @dataclass
@@ -104,8 +105,9 @@ def summarize(grades: list[Grade], lang: str = "en") -> ClassSummary:
         for c in g.checks:
             stat = checks.get((g.exercise, c.id))
             if stat is None:
-                stat = checks[(g.exercise, c.id)] = CheckStat(g.exercise, c.id, c.rule, c.day,
-                                                              check_title(c, lang))
+                stat = checks[(g.exercise, c.id)] = CheckStat(
+                    g.exercise, c.id, c.rule, c.day, check_title(c, lang)
+                )
             stat.total += 1
             stat.passed += c.passed
             r = rules.setdefault(c.rule, RuleStat(c.rule))
@@ -120,12 +122,15 @@ def summarize(grades: list[Grade], lang: str = "en") -> ClassSummary:
                 continue
             seen.add(key)
             if key not in diagnoses:
-                diagnoses[key] = DiagnosisStat(d.rule, d.day, d.mutant,
-                                               message_text(d.message, d.message_id, d.message_params, lang))
+                diagnoses[key] = DiagnosisStat(
+                    d.rule, d.day, d.mutant, message_text(d.message, d.message_id, d.message_params, lang)
+                )
             diagnoses[key].count += 1
     order = {rule: i for i, rule in enumerate(RULES)}
     return ClassSummary(
-        lang=lang, n=len(grades), passed=sum(g.passed for g in grades),
+        lang=lang,
+        n=len(grades),
+        passed=sum(g.passed for g in grades),
         mean_percent=statistics.fmean(percents) if percents else 0.0,
         median_percent=statistics.median(percents) if percents else 0.0,
         histogram=histogram,
@@ -133,7 +138,8 @@ def summarize(grades: list[Grade], lang: str = "en") -> ClassSummary:
         rules=sorted(rules.values(), key=lambda r: order.get(r.rule, 99)),
         diagnoses=sorted(diagnoses.values(), key=lambda d: (-d.count, d.day, d.rule, d.mutant or "")),
         errors=dict(Counter(g.error.kind for g in grades if g.error)),
-        exercises=sorted({g.exercise for g in grades}))
+        exercises=sorted({g.exercise for g in grades}),
+    )
 
 
 def render_class_html(grades: list[Grade], lang: str = "en") -> str:
@@ -141,26 +147,56 @@ def render_class_html(grades: list[Grade], lang: str = "en") -> str:
     lang = normalize_lang(lang)
     s = summarize(grades, lang)
     multi = len(s.exercises) > 1
-    hist = Markup(svg.histogram(s.histogram, BIN_EDGES, labels={
-        "title": t("Score distribution", lang), "x": t("score (% of the maximum)", lang),
-        "y": t("number of submissions", lang)}))
-    check_rows = [(f"{c.exercise}/{c.id}", (f"{c.exercise}: " if multi else "") + c.title, c.passed, c.total)
-                  for c in s.checks]
+    hist = Markup(
+        svg.histogram(
+            s.histogram,
+            BIN_EDGES,
+            labels={
+                "title": t("Score distribution", lang),
+                "x": t("score (% of the maximum)", lang),
+                "y": t("number of submissions", lang),
+            },
+        )
+    )
+    check_rows = [
+        (f"{c.exercise}/{c.id}", (f"{c.exercise}: " if multi else "") + c.title, c.passed, c.total)
+        for c in s.checks
+    ]
     rule_rows = [(r.rule, rule_label(r.rule, lang), r.passed, r.total) for r in s.rules]
-    rows = [{"student": g.student or "", "exercise": g.exercise, "score": fmt_points(g.score),
-             "max_score": fmt_points(g.max_score), "percent": f"{percent(g):.0f}", "passed": g.passed,
-             "error": error_label(g.error.kind, lang) if g.error else "",
-             "diagnosed": ", ".join(dict.fromkeys(d.mutant for d in g.diagnosis if d.mutant))}
-            for g in grades]
-    title = (exercise_title(s.exercises[0], lang) if len(s.exercises) == 1
-             else t("{n} exercises", lang, n=len(s.exercises)))
+    rows = [
+        {
+            "student": g.student or "",
+            "exercise": g.exercise,
+            "score": fmt_points(g.score),
+            "max_score": fmt_points(g.max_score),
+            "percent": f"{percent(g):.0f}",
+            "passed": g.passed,
+            "error": error_label(g.error.kind, lang) if g.error else "",
+            "diagnosed": ", ".join(dict.fromkeys(d.mutant for d in g.diagnosis if d.mutant)),
+        }
+        for g in grades
+    ]
+    title = (
+        exercise_title(s.exercises[0], lang)
+        if len(s.exercises) == 1
+        else t("{n} exercises", lang, n=len(s.exercises))
+    )
     template = environment().get_template("class.html.j2")
     return template.render(
-        s=s, title=title, hist=hist, rows=rows, fmt=fmt_points, html_lang=HTML_LANG[lang],
-        check_bars=Markup(svg.rate_bars(check_rows, title=t("Pass rate per check", lang))) if check_rows else "",
+        s=s,
+        title=title,
+        hist=hist,
+        rows=rows,
+        fmt=fmt_points,
+        html_lang=HTML_LANG[lang],
+        check_bars=Markup(svg.rate_bars(check_rows, title=t("Pass rate per check", lang)))
+        if check_rows
+        else "",
         rule_bars=Markup(svg.rate_bars(rule_rows, title=t("Pass rate per rule", lang))) if rule_rows else "",
-        rule_label=lambda r: rule_label(r, lang), error_label=lambda k: error_label(k, lang),
-        _=translator(lang))
+        rule_label=lambda r: rule_label(r, lang),
+        error_label=lambda k: error_label(k, lang),
+        _=translator(lang),
+    )
 
 
 def render_class_csv(grades: list[Grade]) -> str:

@@ -16,6 +16,7 @@ invisible characters written out, MAX_CELL bytes at most). `guard` is the one fo
 guard: a cell that a spreadsheet would run as a formula (=, +, -, @, a tab or a carriage return
 first) is prefixed with '.
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,9 +27,21 @@ from reports.view import shown
 
 MAX_CELL = 1024
 
-COLUMNS = (["student", "exercise", "score", "max_score", "percent", "passed", "error_kind",
-            "checks_passed", "checks_total"] + [f"score:{rule}" for rule in RULES]
-           + ["diagnosed", "symptoms"])
+COLUMNS = (
+    [
+        "student",
+        "exercise",
+        "score",
+        "max_score",
+        "percent",
+        "passed",
+        "error_kind",
+        "checks_passed",
+        "checks_total",
+    ]
+    + [f"score:{rule}" for rule in RULES]
+    + ["diagnosed", "symptoms"]
+)
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -55,10 +68,15 @@ def row(grade: Grade) -> dict[str, str]:
         by_rule[c.rule] = by_rule.get(c.rule, 0.0) + c.points
     percent = round(100.0 * grade.score / grade.max_score, 2) if grade.max_score else 0.0
     values = {
-        "student": grade.student, "exercise": grade.exercise, "score": grade.score,
-        "max_score": grade.max_score, "percent": percent, "passed": grade.passed,
+        "student": grade.student,
+        "exercise": grade.exercise,
+        "score": grade.score,
+        "max_score": grade.max_score,
+        "percent": percent,
+        "passed": grade.passed,
         "error_kind": grade.error.kind if grade.error else None,
-        "checks_passed": sum(c.passed for c in grade.checks), "checks_total": len(grade.checks),
+        "checks_passed": sum(c.passed for c in grade.checks),
+        "checks_total": len(grade.checks),
         "diagnosed": ";".join(dict.fromkeys(d.mutant for d in grade.diagnosis if d.mutant)),
         "symptoms": ";".join(grade.symptoms),
     }
@@ -81,23 +99,52 @@ def render_csv(grades: list[Grade]) -> str:
 
 # -- the gradebook export -------------------------------------------------------------------------
 
-EXPORT_COLUMNS = ("learner", "name", "email", "exercise", "score", "max_score", "passed", "status",
-                  "error_kind", "failed_checks", "diagnosis", "late", "graded_at", "exercise_version",
-                  "submission", "origin", "isolation", "grader_version")
+EXPORT_COLUMNS = (
+    "learner",
+    "name",
+    "email",
+    "exercise",
+    "score",
+    "max_score",
+    "passed",
+    "status",
+    "error_kind",
+    "failed_checks",
+    "diagnosis",
+    "late",
+    "graded_at",
+    "exercise_version",
+    "submission",
+    "origin",
+    "isolation",
+    "grader_version",
+)
 
 
 def export_row(c) -> dict:
     """One current grade of the store (grader.store.CurrentGrade) as plain values, unguarded (the
     JSON export uses them as they are; `render_export_csv` guards the text)."""
     g = c.grade
-    return {"learner": c.learner, "name": c.name or "", "email": c.email or "", "exercise": c.exercise,
-            "score": g.score, "max_score": g.max_score, "passed": g.passed, "status": c.status,
-            "error_kind": g.error.kind if g.error else "",
-            "failed_checks": " ".join(ch.id for ch in g.checks if not ch.passed),
-            "diagnosis": " ".join(sorted({d.mutant or d.rule for d in g.diagnosis})),
-            "late": c.late, "graded_at": c.graded_at.isoformat() if c.graded_at else "",
-            "exercise_version": c.version[:12], "submission": c.digest[:12], "origin": c.origin,
-            "isolation": g.isolation, "grader_version": g.grader_version}
+    return {
+        "learner": c.learner,
+        "name": c.name or "",
+        "email": c.email or "",
+        "exercise": c.exercise,
+        "score": g.score,
+        "max_score": g.max_score,
+        "passed": g.passed,
+        "status": c.status,
+        "error_kind": g.error.kind if g.error else "",
+        "failed_checks": " ".join(ch.id for ch in g.checks if not ch.passed),
+        "diagnosis": " ".join(sorted({d.mutant or d.rule for d in g.diagnosis})),
+        "late": c.late,
+        "graded_at": c.graded_at.isoformat() if c.graded_at else "",
+        "exercise_version": c.version[:12],
+        "submission": c.digest[:12],
+        "origin": c.origin,
+        "isolation": g.isolation,
+        "grader_version": g.grader_version,
+    }
 
 
 def render_export_csv(current) -> str:

@@ -10,6 +10,7 @@ Schema; tests validate every results.json against it.
 - `stdout_visibility` "hidden": what the autograder script prints is for instructors only.
 - `extra_data`: the exercise and the diagnosis as data.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,30 +34,49 @@ def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dic
         if not c.passed and cv.symptoms:
             lines.append(labelled(t("symptoms", lang), listing(cv.symptoms, lang), lang))
         lines += [labelled(k, val, lang) for k, val in cv.evidence]
-        tests.append({
-            "name": f"{cv.title} ({cv.id})",
-            "number": str(number),
-            "score": c.points,
-            "max_score": c.max_points,
-            "status": "passed" if c.passed else "failed",
-            "output": "\n".join(lines),
-            "output_format": "text",
-            "tags": [cv.rule, f"day-{c.day}"],
-            "visibility": "visible",
-            "extra_data": {"id": cv.id, "rule": cv.rule, "day": c.day, "symptoms": cv.symptom_ids},
-        })
-    summary = [labelled(v.exercise_title, f"{fmt_points(v.score)} / {fmt_points(v.max_score)} · "
-                        + (t("PASSED", lang) if v.passed else t("NOT PASSED", lang)), lang)]
+        tests.append(
+            {
+                "name": f"{cv.title} ({cv.id})",
+                "number": str(number),
+                "score": c.points,
+                "max_score": c.max_points,
+                "status": "passed" if c.passed else "failed",
+                "output": "\n".join(lines),
+                "output_format": "text",
+                "tags": [cv.rule, f"day-{c.day}"],
+                "visibility": "visible",
+                "extra_data": {"id": cv.id, "rule": cv.rule, "day": c.day, "symptoms": cv.symptom_ids},
+            }
+        )
+    summary = [
+        labelled(
+            v.exercise_title,
+            f"{fmt_points(v.score)} / {fmt_points(v.max_score)} · "
+            + (t("PASSED", lang) if v.passed else t("NOT PASSED", lang)),
+            lang,
+        )
+    ]
     if v.error_kind:
-        summary.append(labelled(labelled(t("The submission could not be graded normally", lang),
-                                         v.error_label, lang), v.error_message or "", lang))
+        summary.append(
+            labelled(
+                labelled(t("The submission could not be graded normally", lang), v.error_label or "", lang),
+                v.error_message or "",
+                lang,
+            )
+        )
     if v.diagnoses:
         summary.append(t("Diagnosis", lang))
-        summary += ["- " + labelled(rule_day(d.rule_label, d.day, lang)
-                                    + (f" [{d.mutant}]" if d.mutant else ""), d.message, lang)
-                    for d in v.diagnoses]
-    for c in v.curves:
-        summary.append(labelled(f"{t('Training probe', lang)} · {c.check_title}", curve_facts(c, lang), lang))
+        summary += [
+            "- "
+            + labelled(
+                rule_day(d.rule_label, d.day, lang) + (f" [{d.mutant}]" if d.mutant else ""), d.message, lang
+            )
+            for d in v.diagnoses
+        ]
+    for curve in v.curves:
+        summary.append(
+            labelled(f"{t('Training probe', lang)} · {curve.check_title}", curve_facts(curve, lang), lang)
+        )
     summary += [labelled(t("warning", lang), w, lang) for w in v.warnings]
     if v.output:
         summary += ["", t("What your code printed", lang), printed_text(v.output, lang)]
@@ -69,14 +89,22 @@ def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dic
         "test_name_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
-        "extra_data": strict({
-            "exercise": v.exercise, "student": v.student, "passed": grade.passed,
-            "max_score": grade.max_score, "symptoms": [sid for sid, _ in v.symptoms],
-            "diagnosis": [{"rule": d.rule, "day": d.day, "mutant": d.mutant, "check": d.check_id}
-                          for d in v.diagnoses],
-            "error": v.error_kind,
-            "grader_version": v.grader_version, "language": v.lang,
-        }),
+        "extra_data": strict(
+            {
+                "exercise": v.exercise,
+                "student": v.student,
+                "passed": grade.passed,
+                "max_score": grade.max_score,
+                "symptoms": [sid for sid, _ in v.symptoms],
+                "diagnosis": [
+                    {"rule": d.rule, "day": d.day, "mutant": d.mutant, "check": d.check_id}
+                    for d in v.diagnoses
+                ],
+                "error": v.error_kind,
+                "grader_version": v.grader_version,
+                "language": v.lang,
+            }
+        ),
         "tests": tests,
     }
     return data

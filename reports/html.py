@@ -1,4 +1,5 @@
 """Grade -> one self-contained HTML page (jinja2, autoescaped; CSS and SVG inline; no script)."""
+
 from __future__ import annotations
 
 from functools import cache, partial
@@ -19,9 +20,14 @@ HTML_LANG = {"en": "en", "zh-TW": "zh-Hant-TW"}
 
 @cache
 def environment() -> Environment:
-    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                       keep_trailing_newline=True)
+    return Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
 
 
 def translator(lang: str):
@@ -49,11 +55,23 @@ def curve_labels(lang: str, view) -> dict:
 
 def render_view(view: ReportView) -> str:
     lang = view.lang
-    curves = [{"view": c, "svg": Markup(svg.loss_curve(c.curve, labels=curve_labels(lang, c))),
-               "caption": labelled(c.check_title, curve_facts(c, lang), lang)} for c in view.curves]
+    curves = [
+        {
+            "view": c,
+            "svg": Markup(svg.loss_curve(c.curve, labels=curve_labels(lang, c))),
+            "caption": labelled(c.check_title, curve_facts(c, lang), lang),
+        }
+        for c in view.curves
+    ]
     template = environment().get_template("report.html.j2")
-    return template.render(v=view, curves=curves, _=translator(lang), fmt=fmt_points,
-                           num=lambda x: number(x, 4), html_lang=HTML_LANG[lang])
+    return template.render(
+        v=view,
+        curves=curves,
+        _=translator(lang),
+        fmt=fmt_points,
+        num=lambda x: number(x, 4),
+        html_lang=HTML_LANG[lang],
+    )
 
 
 def render_html(grade: Grade, lang: str = "en", budget: Budget | None = None) -> str:

@@ -6,6 +6,7 @@ text stays in `message`; `message_id`/`message_params` let another system render
 language. A non-finite number (a NaN loss as evidence) becomes the string "NaN", "inf"
 or "-inf", since JSON has no such numbers.
 """
+
 from __future__ import annotations
 
 import json

@@ -6,6 +6,7 @@ check (classname = exercise.rule, name = check id and title), and, when the subm
 be graded normally, one more <testcase name="grading"> carrying an <error>. Learner text is
 stripped of characters XML 1.0 cannot hold; ElementTree escapes the rest.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,7 +35,7 @@ def xml_text(text) -> str:
 
 def first_line(text: str, limit: int = 240) -> str:
     line = text.strip().split("\n", 1)[0]
-    return line if len(line) <= limit else line[:limit - 1] + "…"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def printed_text(p: PrintedView, lang: str) -> str:
@@ -47,40 +48,80 @@ def suite(grade: Grade, lang: str = "en", budget: Budget | None = None) -> ET.El
     v = build_view(grade, lang, budget)
     failures = sum(not c.passed for c in grade.checks)
     errors = 1 if grade.error else 0
-    el = ET.Element("testsuite", {
-        "name": v.exercise, "tests": str(len(grade.checks) + errors), "failures": str(failures),
-        "errors": str(errors), "skipped": "0", "time": f"{grade.duration_s:.3f}"})
+    el = ET.Element(
+        "testsuite",
+        {
+            "name": v.exercise,
+            "tests": str(len(grade.checks) + errors),
+            "failures": str(failures),
+            "errors": str(errors),
+            "skipped": "0",
+            "time": f"{grade.duration_s:.3f}",
+        },
+    )
     props = ET.SubElement(el, "properties")
-    for name, value in (("score", fmt_points(grade.score)), ("max_score", fmt_points(grade.max_score)),
-                        ("passed", str(grade.passed).lower()), ("student", v.student or ""),
-                        ("grader_version", v.grader_version),
-                        ("isolation", shown(grade.isolation, MAX_SHORT)),
-                        ("language", v.lang)):
+    for name, value in (
+        ("score", fmt_points(grade.score)),
+        ("max_score", fmt_points(grade.max_score)),
+        ("passed", str(grade.passed).lower()),
+        ("student", v.student or ""),
+        ("grader_version", v.grader_version),
+        ("isolation", shown(grade.isolation, MAX_SHORT)),
+        ("language", v.lang),
+    ):
         ET.SubElement(props, "property", {"name": name, "value": xml_text(value)})
     for d in v.diagnoses:
-        ET.SubElement(props, "property", {"name": "diagnosis",
-                                          "value": xml_text(labelled(
-                                              rule_day(d.rule_label, d.day, lang)
-                                              + (f" [{d.mutant}]" if d.mutant else ""), d.message, lang))})
+        ET.SubElement(
+            props,
+            "property",
+            {
+                "name": "diagnosis",
+                "value": xml_text(
+                    labelled(
+                        rule_day(d.rule_label, d.day, lang) + (f" [{d.mutant}]" if d.mutant else ""),
+                        d.message,
+                        lang,
+                    )
+                ),
+            },
+        )
     for c, cv in zip(grade.checks, v.checks, strict=True):
-        case = ET.SubElement(el, "testcase", {
-            "classname": xml_text(f"{v.exercise}.{cv.rule}"), "name": xml_text(f"{cv.id}: {cv.title}"),
-            "time": "0", "file": xml_text(v.exercise)})
+        case = ET.SubElement(
+            el,
+            "testcase",
+            {
+                "classname": xml_text(f"{v.exercise}.{cv.rule}"),
+                "name": xml_text(f"{cv.id}: {cv.title}"),
+                "time": "0",
+                "file": xml_text(v.exercise),
+            },
+        )
         if not c.passed:
             body = [cv.message]
             if cv.symptoms:
                 body.append(labelled(t("symptoms", lang), listing(cv.symptoms, lang), lang))
             body += [labelled(k, val, lang) for k, val in cv.evidence]
-            body.append(labelled(t("points", lang), f"{fmt_points(c.points)} / {fmt_points(c.max_points)}", lang))
-            failure = ET.SubElement(case, "failure", {
-                "message": xml_text(first_line(cv.message) or t("failed", lang)),
-                "type": xml_text(cv.symptom_ids[0] if cv.symptom_ids else cv.rule)})
+            body.append(
+                labelled(t("points", lang), f"{fmt_points(c.points)} / {fmt_points(c.max_points)}", lang)
+            )
+            failure = ET.SubElement(
+                case,
+                "failure",
+                {
+                    "message": xml_text(first_line(cv.message) or t("failed", lang)),
+                    "type": xml_text(cv.symptom_ids[0] if cv.symptom_ids else cv.rule),
+                },
+            )
             failure.text = xml_text("\n".join(b for b in body if b))
     if grade.error:
-        case = ET.SubElement(el, "testcase", {"classname": xml_text(f"{v.exercise}.grading"),
-                                              "name": "grading", "time": "0"})
-        error = ET.SubElement(case, "error", {"message": xml_text(first_line(v.error_message or "")),
-                                              "type": xml_text(v.error_kind)})
+        case = ET.SubElement(
+            el, "testcase", {"classname": xml_text(f"{v.exercise}.grading"), "name": "grading", "time": "0"}
+        )
+        error = ET.SubElement(
+            case,
+            "error",
+            {"message": xml_text(first_line(v.error_message or "")), "type": xml_text(v.error_kind)},
+        )
         error.text = xml_text(labelled(v.error_label or "", v.error_message or "", lang))
     if v.output:
         ET.SubElement(el, "system-out").text = xml_text(printed_text(v.output, lang))
@@ -98,7 +139,7 @@ def render_junit_many(grades: list[Grade], lang: str = "en", budget: Budget | No
         s = suite(g, lang, budget)
         root.append(s)
         for k in totals:
-            totals[k] += int(s.get(k))
+            totals[k] += int(s.get(k) or 0)
     for k, value in totals.items():
         root.set(k, str(value))
     ET.indent(root)

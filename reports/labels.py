@@ -2,6 +2,7 @@
 
 Each is an English msgid (marked with N_ for extraction) translated where it is shown.
 """
+
 from __future__ import annotations
 
 from grader.locale import N_, translate
@@ -79,8 +80,9 @@ ISOLATION = {
 }
 
 # Evidence a report never shows: answer keys and hidden inputs, should a check ever attach them.
-HIDDEN_EVIDENCE = frozenset({"key", "answer", "answers", "expected_answer", "hidden_input",
-                             "inputs", "reference", "secret"})
+HIDDEN_EVIDENCE = frozenset(
+    {"key", "answer", "answers", "expected_answer", "hidden_input", "inputs", "reference", "secret"}
+)
 
 
 def rule_label(rule: str, lang: str) -> str:

@@ -3,6 +3,7 @@
 Learner text is HTML-escaped (Markdown renderers pass raw HTML through) and its Markdown syntax
 characters are backslash-escaped, so it shows as the text it is: no links, no images, no HTML.
 """
+
 from __future__ import annotations
 
 import html
@@ -24,7 +25,7 @@ def md(text: str) -> str:
     text = _SPECIAL.sub(r"\\\1", text)
     text = _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
     text = _NUMBERED.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
-    text = _AUTOLINK.sub(lambda m: m.group(1) + "\\" + m.group(2), text)   # no autolinks
+    text = _AUTOLINK.sub(lambda m: m.group(1) + "\\" + m.group(2), text)  # no autolinks
     return text.replace("\n", "  \n")
 
 
@@ -47,15 +48,27 @@ def fence(text: str) -> str:
 def render_view(v: ReportView) -> str:
     lang = v.lang
     status = "✅ " + t("PASSED", lang) if v.passed else "❌ " + t("NOT PASSED", lang)
-    out = [f"# {md(v.exercise_title)}", "",
-           code(v.exercise) + (f" · {t('learner', lang)} {code(v.student)}" if v.student else ""), "",
-           f"**{fmt_points(v.score)} / {fmt_points(v.max_score)}** · {status} · "
-           + t("{passed} of {total} checks passed", lang, passed=v.checks_passed, total=v.checks_total), ""]
+    out = [
+        f"# {md(v.exercise_title)}",
+        "",
+        code(v.exercise) + (f" · {t('learner', lang)} {code(v.student)}" if v.student else ""),
+        "",
+        f"**{fmt_points(v.score)} / {fmt_points(v.max_score)}** · {status} · "
+        + t("{passed} of {total} checks passed", lang, passed=v.checks_passed, total=v.checks_total),
+        "",
+    ]
     if v.symptoms:
-        out += [md(labelled(t("symptoms", lang), listing([label for _, label in v.symptoms], lang), lang)), ""]
+        out += [
+            md(labelled(t("symptoms", lang), listing([label for _, label in v.symptoms], lang), lang)),
+            "",
+        ]
     if v.error_kind:
-        out += [f"> **{md(labelled(t('The submission could not be graded normally', lang), v.error_label, lang))}**  ",
-                f"> {md(v.error_message or '')}", ""]
+        heading = labelled(t("The submission could not be graded normally", lang), v.error_label or "", lang)
+        out += [
+            f"> **{md(heading)}**  ",
+            f"> {md(v.error_message or '')}",
+            "",
+        ]
     if v.diagnoses:
         out += [f"## {t('Diagnosis', lang)}", ""]
         for d in v.diagnoses:
@@ -64,13 +77,21 @@ def render_view(v: ReportView) -> str:
             if d.evidence:
                 out.append("  " + md(listing([f"{k} = {val}" for k, val in d.evidence], lang, "; ")))
         out.append("")
-    for c in v.curves:
-        out += [f"## {t('Training probe', lang)}", "", f"{md(c.check_title)}: `{spark(c.curve.losses, 60)}`", ""]
-        out += [md(curve_facts(c, lang)), ""]
+    for curve in v.curves:
+        out += [
+            f"## {t('Training probe', lang)}",
+            "",
+            f"{md(curve.check_title)}: `{spark(curve.curve.losses, 60)}`",
+            "",
+        ]
+        out += [md(curve_facts(curve, lang)), ""]
     out += [f"## {t('Checks by rule and day', lang)}", ""]
     for g in v.groups:
-        out += [f"### {md(g.rule_label)} · {md(t('day {day}', lang, day=g.day))} "
-                f"({fmt_points(g.points)} / {fmt_points(g.max_points)})", ""]
+        out += [
+            f"### {md(g.rule_label)} · {md(t('day {day}', lang, day=g.day))} "
+            f"({fmt_points(g.points)} / {fmt_points(g.max_points)})",
+            "",
+        ]
         for c in g.checks:
             mark = "✅" if c.passed else "❌"
             out.append(f"- {mark} **{md(c.title)}** — {fmt_points(c.points)} / {fmt_points(c.max_points)}")
@@ -85,8 +106,10 @@ def render_view(v: ReportView) -> str:
         if v.output.cut_bytes:
             out += [f"_… {md(t('{bytes} bytes cut', lang, bytes=v.output.cut_bytes))} …_", ""]
         out += [fence(v.output.end.removesuffix("\n")), ""] if v.output.end else []
-    out.append(f"<sub>{md(t('grader {version}', lang, version=v.grader_version or '?'))} · "
-               f"{md(t('isolation: {isolation}', lang, isolation=v.isolation))}</sub>")
+    out.append(
+        f"<sub>{md(t('grader {version}', lang, version=v.grader_version or '?'))} · "
+        f"{md(t('isolation: {isolation}', lang, isolation=v.isolation))}</sub>"
+    )
     return "\n".join(out) + "\n"
 
 

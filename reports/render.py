@@ -6,6 +6,7 @@ for its own syntax. `fit` keeps every report within MAX_REPORT bytes: should a f
 make the report longer than that (HTML's `&lt;` is four bytes for one), it is made again with a
 smaller budget for learner text, down to none.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -24,30 +25,37 @@ def fit(make: Callable[[Budget], str], limit: int = MAX_REPORT) -> str:
         out = make(Budget(total))
         if utf8_len(out) <= limit:
             return out
-    return cap_bytes(out, limit)         # only names are left: a grade of very many checks
+    return cap_bytes(out, limit)  # only names are left: a grade of very many checks
 
 
 def renderer(fmt: str) -> Callable[[Grade, str, bool, Budget], str]:
     if fmt == "json":
         from reports.jsonfmt import render_json
+
         return lambda grade, lang, color, budget: render_json(grade, budget)
     if fmt == "text":
         from reports.terminal import render_text
+
         return render_text
     if fmt == "html":
         from reports.html import render_html
+
         return lambda grade, lang, color, budget: render_html(grade, lang, budget)
     if fmt == "markdown":
         from reports.markdown import render_markdown
+
         return lambda grade, lang, color, budget: render_markdown(grade, lang, budget)
     if fmt == "junit":
         from reports.junit import render_junit
+
         return lambda grade, lang, color, budget: render_junit(grade, lang, budget)
     if fmt == "gradescope":
         from reports.gradescope import render_gradescope
+
         return lambda grade, lang, color, budget: render_gradescope(grade, lang, budget)
     if fmt == "csv":
         from reports.gradebook import render_csv
+
         return lambda grade, lang, color, budget: render_csv([grade])
     raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
 

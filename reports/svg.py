@@ -3,10 +3,12 @@
 Every text that goes into an SVG passes through `esc`. Numbers are formatted by us. Each plot
 carries data-* attributes with the numbers it draws, so tests can read them back.
 """
+
 from __future__ import annotations
 
 import math
 import unicodedata
+from collections.abc import Sequence
 from html import escape
 
 from grader.models import TrainingCurve
@@ -69,7 +71,7 @@ def loss_curve(curve: TrainingCurve, *, labels: dict, width: int = 680, height: 
     y_max = max(curve.ln_v * 1.15, curve.floor * 1.5)
     if finite:
         y_max = max(y_max, min(max(finite), 3 * curve.ln_v) * 1.05)
-    band = 16                                       # the NaN band at the top of the plot area
+    band = 16  # the NaN band at the top of the plot area
 
     def x_of(step: float) -> float:
         return left + pw * step / steps
@@ -79,42 +81,61 @@ def loss_curve(curve: TrainingCurve, *, labels: dict, width: int = 680, height: 
         return top + band + (ph - band) * (1 - v / y_max)
 
     nonfinite = [i for i, v in enumerate(losses) if v is None or not math.isfinite(v)]
-    out = [f'<svg class="plot loss-curve" role="img" '
-           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-           f'data-points="{n}" data-nonfinite="{len(nonfinite)}" data-ln-v="{curve.ln_v:.6g}" '
-           f'data-floor="{curve.floor:.6g}" aria-label="{esc(labels["title"])}">',
-           f'<title>{esc(labels["title"])}</title>',
-           f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#ffffff" stroke="{GRID}"/>']
+    out = [
+        f'<svg class="plot loss-curve" role="img" '
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'data-points="{n}" data-nonfinite="{len(nonfinite)}" data-ln-v="{curve.ln_v:.6g}" '
+        f'data-floor="{curve.floor:.6g}" aria-label="{esc(labels["title"])}">',
+        f'<title>{esc(labels["title"])}</title>',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#ffffff" stroke="{GRID}"/>',
+    ]
     # below the entropy floor: what no honest next-token predictor can reach
     y_floor = y_of(curve.floor)
-    out.append(f'<rect class="below-floor" x="{left}" y="{y_floor:.1f}" width="{pw}" '
-               f'height="{top + ph - y_floor:.1f}" fill="#fde8e8"/>')
-    out.append(f'<text x="{left + 6}" y="{top + ph - 6}" font-size="11" fill="{RED}">'
-               f'{esc(labels["below_floor"])}</text>')
+    out.append(
+        f'<rect class="below-floor" x="{left}" y="{y_floor:.1f}" width="{pw}" '
+        f'height="{top + ph - y_floor:.1f}" fill="#fde8e8"/>'
+    )
+    out.append(
+        f'<text x="{left + 6}" y="{top + ph - 6}" font-size="11" fill="{RED}">'
+        f'{esc(labels["below_floor"])}</text>'
+    )
     for tick in nice_ticks(0, y_max):
         y = y_of(tick)
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="{GRID}"/>')
-        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="11" fill="{MUTED}" '
-                   f'text-anchor="end">{fmt_tick(tick)}</text>')
+        out.append(
+            f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="11" fill="{MUTED}" '
+            f'text-anchor="end">{fmt_tick(tick)}</text>'
+        )
     for tick in nice_ticks(0, steps, 6):
         if tick != int(tick):
             continue
         x = x_of(tick)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="{MUTED}"/>')
-        out.append(f'<text x="{x:.1f}" y="{top + ph + 17}" font-size="11" fill="{MUTED}" '
-                   f'text-anchor="middle">{int(tick)}</text>')
-    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 8}" font-size="12" fill="{INK}" '
-               f'text-anchor="middle">{esc(labels["step"])}</text>')
-    out.append(f'<text x="14" y="{top + ph / 2:.1f}" font-size="12" fill="{INK}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {top + ph / 2:.1f})">{esc(labels["loss"])}</text>')
+        out.append(
+            f'<text x="{x:.1f}" y="{top + ph + 17}" font-size="11" fill="{MUTED}" '
+            f'text-anchor="middle">{int(tick)}</text>'
+        )
+    out.append(
+        f'<text x="{left + pw / 2:.1f}" y="{height - 8}" font-size="12" fill="{INK}" '
+        f'text-anchor="middle">{esc(labels["step"])}</text>'
+    )
+    out.append(
+        f'<text x="14" y="{top + ph / 2:.1f}" font-size="12" fill="{INK}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {top + ph / 2:.1f})">{esc(labels["loss"])}</text>'
+    )
     # the two reference lines, labelled at the right
-    for value, color, label, cls in ((curve.ln_v, BLUE, labels["ln_v"], "ln-v"),
-                                     (curve.floor, ORANGE, labels["floor"], "floor")):
+    for value, color, label, cls in (
+        (curve.ln_v, BLUE, labels["ln_v"], "ln-v"),
+        (curve.floor, ORANGE, labels["floor"], "floor"),
+    ):
         y = y_of(value)
-        out.append(f'<line class="{cls}" x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" '
-                   f'stroke="{color}" stroke-width="1.5" stroke-dasharray="6 4"/>')
-        out.append(f'<text x="{left + pw + 6}" y="{y + 4:.1f}" font-size="11" fill="{color}">'
-                   f'{esc(label)}</text>')
+        out.append(
+            f'<line class="{cls}" x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'stroke="{color}" stroke-width="1.5" stroke-dasharray="6 4"/>'
+        )
+        out.append(
+            f'<text x="{left + pw + 6}" y="{y + 4:.1f}" font-size="11" fill="{color}">{esc(label)}</text>'
+        )
     # the curve: one polyline per run of finite losses
     runs: list[list[tuple[float, float]]] = []
     run: list[tuple[float, float]] = []
@@ -132,8 +153,10 @@ def loss_curve(curve: TrainingCurve, *, labels: dict, width: int = 680, height: 
             out.append(f'<circle class="loss" cx="{r[0][0]:.1f}" cy="{r[0][1]:.1f}" r="2.5" fill="{INK}"/>')
         else:
             pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in r)
-            out.append(f'<polyline class="loss" points="{pts}" fill="none" stroke="{INK}" '
-                       f'stroke-width="1.8" stroke-linejoin="round"/>')
+            out.append(
+                f'<polyline class="loss" points="{pts}" fill="none" stroke="{INK}" '
+                f'stroke-width="1.8" stroke-linejoin="round"/>'
+            )
     if nonfinite:
         # runs of NaN/inf as red bars in the band at the top
         start = prev = nonfinite[0]
@@ -148,55 +171,76 @@ def loss_curve(curve: TrainingCurve, *, labels: dict, width: int = 680, height: 
         for a, b in spans:
             x0 = x_of(a * curve.stride) - 2
             x1 = x_of(b * curve.stride) + 2
-            out.append(f'<rect class="nonfinite" x="{x0:.1f}" y="{top + 2}" width="{max(x1 - x0, 4):.1f}" '
-                       f'height="{band - 4}" fill="{RED}" rx="2"/>')
-        out.append(f'<text x="{left + pw + 6}" y="{top + band - 4}" font-size="11" fill="{RED}">'
-                   f'{esc(labels["nonfinite"])}</text>')
+            out.append(
+                f'<rect class="nonfinite" x="{x0:.1f}" y="{top + 2}" width="{max(x1 - x0, 4):.1f}" '
+                f'height="{band - 4}" fill="{RED}" rx="2"/>'
+            )
+        out.append(
+            f'<text x="{left + pw + 6}" y="{top + band - 4}" font-size="11" fill="{RED}">'
+            f'{esc(labels["nonfinite"])}</text>'
+        )
     if not finite and labels.get("empty"):
-        out.append(f'<text class="empty" x="{left + pw / 2:.1f}" y="{top + ph / 2:.1f}" font-size="13" '
-                   f'fill="{RED}" text-anchor="middle">{esc(labels["empty"])}</text>')
+        out.append(
+            f'<text class="empty" x="{left + pw / 2:.1f}" y="{top + ph / 2:.1f}" font-size="13" '
+            f'fill="{RED}" text-anchor="middle">{esc(labels["empty"])}</text>'
+        )
     out.append("</svg>")
     return "".join(out)
 
 
-def histogram(counts: list[int], edges: list[float], *, labels: dict, width: int = 560,
-              height: int = 260) -> str:
+def histogram(
+    counts: Sequence[int], edges: Sequence[float], *, labels: dict, width: int = 560, height: int = 260
+) -> str:
     """Bars of `counts` for the bins [edges[i], edges[i+1]); labels: title, x, y."""
     left, right, top, bottom = 44, 16, 20, 48
     pw, ph = width - left - right, height - top - bottom
     n = len(counts)
     y_max = max(max(counts, default=0), 1)
     bw = pw / max(n, 1)
-    out = [f'<svg class="plot histogram" role="img" '
-           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-           f'data-counts="{",".join(map(str, counts))}" aria-label="{esc(labels["title"])}">',
-           f'<title>{esc(labels["title"])}</title>']
+    out = [
+        f'<svg class="plot histogram" role="img" '
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'data-counts="{",".join(map(str, counts))}" aria-label="{esc(labels["title"])}">',
+        f'<title>{esc(labels["title"])}</title>',
+    ]
     for tick in nice_ticks(0, y_max, min(y_max, 5)):
         if tick != int(tick):
             continue
         y = top + ph * (1 - tick / y_max)
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="{GRID}"/>')
-        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="11" fill="{MUTED}" '
-                   f'text-anchor="end">{int(tick)}</text>')
+        out.append(
+            f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="11" fill="{MUTED}" '
+            f'text-anchor="end">{int(tick)}</text>'
+        )
     for i, c in enumerate(counts):
         h = ph * c / y_max
         x = left + i * bw
-        out.append(f'<g class="bin" data-lo="{edges[i]:g}" data-hi="{edges[i + 1]:g}" data-count="{c}">'
-                   f'<rect x="{x + 2:.1f}" y="{top + ph - h:.1f}" width="{bw - 4:.1f}" height="{h:.1f}" '
-                   f'fill="{BLUE}" rx="2"/>')
+        out.append(
+            f'<g class="bin" data-lo="{edges[i]:g}" data-hi="{edges[i + 1]:g}" data-count="{c}">'
+            f'<rect x="{x + 2:.1f}" y="{top + ph - h:.1f}" width="{bw - 4:.1f}" height="{h:.1f}" '
+            f'fill="{BLUE}" rx="2"/>'
+        )
         if c:
-            out.append(f'<text x="{x + bw / 2:.1f}" y="{top + ph - h - 4:.1f}" font-size="11" '
-                       f'fill="{INK}" text-anchor="middle">{c}</text>')
+            out.append(
+                f'<text x="{x + bw / 2:.1f}" y="{top + ph - h - 4:.1f}" font-size="11" '
+                f'fill="{INK}" text-anchor="middle">{c}</text>'
+            )
         out.append("</g>")
     for i, e in enumerate(edges):
         x = left + i * bw
-        out.append(f'<text x="{x:.1f}" y="{top + ph + 16}" font-size="11" fill="{MUTED}" '
-                   f'text-anchor="middle">{e:g}</text>')
+        out.append(
+            f'<text x="{x:.1f}" y="{top + ph + 16}" font-size="11" fill="{MUTED}" '
+            f'text-anchor="middle">{e:g}</text>'
+        )
     out.append(f'<line x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}" stroke="{MUTED}"/>')
-    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 8}" font-size="12" fill="{INK}" '
-               f'text-anchor="middle">{esc(labels["x"])}</text>')
-    out.append(f'<text x="12" y="{top + ph / 2:.1f}" font-size="12" fill="{INK}" text-anchor="middle" '
-               f'transform="rotate(-90 12 {top + ph / 2:.1f})">{esc(labels["y"])}</text>')
+    out.append(
+        f'<text x="{left + pw / 2:.1f}" y="{height - 8}" font-size="12" fill="{INK}" '
+        f'text-anchor="middle">{esc(labels["x"])}</text>'
+    )
+    out.append(
+        f'<text x="12" y="{top + ph / 2:.1f}" font-size="12" fill="{INK}" text-anchor="middle" '
+        f'transform="rotate(-90 12 {top + ph / 2:.1f})">{esc(labels["y"])}</text>'
+    )
     out.append("</svg>")
     return "".join(out)
 
@@ -206,21 +250,26 @@ def rate_bars(rows: list[tuple[str, str, int, int]], *, title: str, width: int =
     label_w, right, row_h, top = 300, 90, 24, 8
     pw = width - label_w - right
     height = top * 2 + row_h * max(len(rows), 1)
-    out = [f'<svg class="plot rates" role="img" '
-           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-           f'aria-label="{esc(title)}">', f'<title>{esc(title)}</title>']
+    out = [
+        f'<svg class="plot rates" role="img" '
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'aria-label="{esc(title)}">',
+        f'<title>{esc(title)}</title>',
+    ]
     for i, (key, label, passed, total) in enumerate(rows):
         y = top + i * row_h
         rate = passed / total if total else 0.0
         color = GREEN if rate >= 0.8 else (ORANGE if rate >= 0.5 else RED)
         shown = clip(label, 42)
-        out.append(f'<g class="rate" data-key="{esc(key)}" data-passed="{passed}" data-total="{total}">'
-                   f'<text x="{label_w - 8}" y="{y + 16}" font-size="12" fill="{INK}" '
-                   f'text-anchor="end">{esc(shown)}</text>'
-                   f'<rect x="{label_w}" y="{y + 4}" width="{pw}" height="{row_h - 8}" fill="{GRID}" rx="3"/>'
-                   f'<rect x="{label_w}" y="{y + 4}" width="{pw * rate:.1f}" height="{row_h - 8}" '
-                   f'fill="{color}" rx="3"/>'
-                   f'<text x="{label_w + pw + 6}" y="{y + 16}" font-size="12" fill="{INK}">'
-                   f'{100 * rate:.0f}% ({passed}/{total})</text></g>')
+        out.append(
+            f'<g class="rate" data-key="{esc(key)}" data-passed="{passed}" data-total="{total}">'
+            f'<text x="{label_w - 8}" y="{y + 16}" font-size="12" fill="{INK}" '
+            f'text-anchor="end">{esc(shown)}</text>'
+            f'<rect x="{label_w}" y="{y + 4}" width="{pw}" height="{row_h - 8}" fill="{GRID}" rx="3"/>'
+            f'<rect x="{label_w}" y="{y + 4}" width="{pw * rate:.1f}" height="{row_h - 8}" '
+            f'fill="{color}" rx="3"/>'
+            f'<text x="{label_w + pw + 6}" y="{y + 16}" font-size="12" fill="{INK}">'
+            f'{100 * rate:.0f}% ({passed}/{total})</text></g>'
+        )
     out.append("</svg>")
     return "".join(out)

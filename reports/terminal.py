@@ -5,6 +5,7 @@ every control character and escape sequence out (ESC as `\x1b`, a bidi override 
 so a submission cannot recolour, move the cursor, retitle the terminal or reorder a line; what
 the grader itself colours (with --color) is its own chrome.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,9 +27,9 @@ from reports.view import (
 )
 
 WIDTH = 80
-PRINTED_HEAD, PRINTED_TAIL = 5, 15     # lines of printed output shown: the first and the last
+PRINTED_HEAD, PRINTED_TAIL = 5, 15  # lines of printed output shown: the first and the last
 SPARKS = "▁▂▃▄▅▆▇█"
-NO_LINE_START = set("。，、；：？！）」』》〉.,;:?!)]}")   # never the first character of a line
+NO_LINE_START = set("。，、；：？！）」』》〉.,;:?!)]}")  # never the first character of a line
 
 
 class Style:
@@ -38,25 +39,39 @@ class Style:
     def _wrap(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color and text else text
 
-    def ok(self, text): return self._wrap("32", text)
-    def bad(self, text): return self._wrap("31", text)
-    def warn(self, text): return self._wrap("33", text)
-    def bold(self, text): return self._wrap("1", text)
-    def dim(self, text): return self._wrap("2", text)
-    def head(self, text): return self._wrap("1;36", text)
+    def ok(self, text):
+        return self._wrap("32", text)
+
+    def bad(self, text):
+        return self._wrap("31", text)
+
+    def warn(self, text):
+        return self._wrap("33", text)
+
+    def bold(self, text):
+        return self._wrap("1", text)
+
+    def dim(self, text):
+        return self._wrap("2", text)
+
+    def head(self, text):
+        return self._wrap("1;36", text)
 
 
 def clean(text: str) -> str:
     """Tabs become spaces; any control character left (the view has written them all out) "?"."""
     text = text.replace("\t", "    ")
-    return "".join(ch if ch == "\n" or (ch.isprintable() and unicodedata.category(ch) != "Cf") else "?"
-                   for ch in text)
+    return "".join(
+        ch if ch == "\n" or (ch.isprintable() and unicodedata.category(ch) != "Cf") else "?" for ch in text
+    )
 
 
 def width(text: str) -> int:
     """Columns `text` takes in a terminal: CJK wide and full-width characters take two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 0 if unicodedata.combining(ch) else 1
-               for ch in text)
+    return sum(
+        2 if unicodedata.east_asian_width(ch) in "WF" else 0 if unicodedata.combining(ch) else 1
+        for ch in text
+    )
 
 
 def wrap(text: str, cols: int, indent: str = "") -> list[str]:
@@ -64,7 +79,7 @@ def wrap(text: str, cols: int, indent: str = "") -> list[str]:
     a line is cut. Closing punctuation may hang into the two columns kept free for it."""
     lines: list[str] = []
     room = max(cols - width(indent), 10)
-    avail = room - 2                 # two columns kept for closing punctuation (kinsoku)
+    avail = room - 2  # two columns kept for closing punctuation (kinsoku)
     for para in clean(text).split("\n"):
         tokens, word = [], ""
         for ch in para:
@@ -86,7 +101,7 @@ def wrap(text: str, cols: int, indent: str = "") -> list[str]:
             if line.strip():
                 lines.append(indent + line.rstrip())
             line, used = ("", 0) if tok == " " else (tok, w)
-            if used > avail:                            # one word longer than a line
+            if used > avail:  # one word longer than a line
                 chunk, cw = "", 0
                 for ch in line:
                     chw = width(ch)
@@ -113,18 +128,34 @@ def spark(losses: list[float | None], cols: int = 48) -> str:
     finite = [v for v in picked if v is not None]
     lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
     span = (hi - lo) or 1.0
-    return "".join("×" if v is None else SPARKS[min(int((v - lo) / span * (len(SPARKS) - 1) + 0.5),
-                                                   len(SPARKS) - 1)] for v in picked)
+    return "".join(
+        "×" if v is None else SPARKS[min(int((v - lo) / span * (len(SPARKS) - 1) + 0.5), len(SPARKS) - 1)]
+        for v in picked
+    )
 
 
 def curve_facts(c, lang: str) -> str:
     """first/lowest/last loss, where it went NaN, ln(V) and the floor: one sentence."""
-    facts = [t("first loss {first}, lowest {lowest}, last {last}", lang, first=c.first,
-               lowest=c.lowest, last=c.last)]
+    facts = [
+        t(
+            "first loss {first}, lowest {lowest}, last {last}",
+            lang,
+            first=c.first,
+            lowest=c.lowest,
+            last=c.last,
+        )
+    ]
     if c.nonfinite_step is not None:
         facts.insert(0, t("the loss is NaN/inf from step {step}", lang, step=c.nonfinite_step))
-    facts.append(listing([t("ln(V) = {value}", lang, value=number(c.curve.ln_v, 3)),
-                          t("entropy floor {value}", lang, value=number(c.curve.floor, 3))], lang))
+    facts.append(
+        listing(
+            [
+                t("ln(V) = {value}", lang, value=number(c.curve.ln_v, 3)),
+                t("entropy floor {value}", lang, value=number(c.curve.floor, 3)),
+            ],
+            lang,
+        )
+    )
     return listing(facts, lang, "; ")
 
 
@@ -146,7 +177,9 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
     lines += [s.dim(x) for x in wrap(f"{v.exercise}{who} · {tally}", WIDTH)]
     lines.append(s.dim("─" * WIDTH))
     if v.error_kind:
-        lines.append(s.bad(labelled(t("The submission could not be graded normally", lang), v.error_label, lang)))
+        lines.append(
+            s.bad(labelled(t("The submission could not be graded normally", lang), v.error_label or "", lang))
+        )
         lines += wrap(v.error_message or "", WIDTH, "  ")
     for g in v.groups:
         head = f"{g.rule_label} · {t('day {day}', lang, day=g.day)}"
@@ -169,14 +202,16 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
             body = wrap(labelled(head, d.message, lang), WIDTH, "    ")
             body[0] = "  ● " + body[0][4:]
             lines += [s.warn(body[0])] + body[1:]
-    for c in v.curves:
+    for curve in v.curves:
         lines.append(s.dim("─" * WIDTH))
-        lines.append(s.bold(t("Training probe", lang)) + f" · {clean(c.check_title)}")
-        lines.append("  " + spark(c.curve.losses, WIDTH - 4))
-        lines += wrap(curve_facts(c, lang), WIDTH, "  ")
+        lines.append(s.bold(t("Training probe", lang)) + f" · {clean(curve.check_title)}")
+        lines.append("  " + spark(curve.curve.losses, WIDTH - 4))
+        lines += wrap(curve_facts(curve, lang), WIDTH, "  ")
     if v.symptoms:
         lines.append(s.dim("─" * WIDTH))
-        lines += wrap(labelled(t("symptoms", lang), listing([label for _, label in v.symptoms], lang), lang), WIDTH)
+        lines += wrap(
+            labelled(t("symptoms", lang), listing([label for _, label in v.symptoms], lang), lang), WIDTH
+        )
     for w in v.warnings:
         lines += [s.warn(x) for x in wrap(labelled(t("warning", lang), w, lang), WIDTH)]
     if v.output:
@@ -196,7 +231,7 @@ def clip(line: str, cols: int) -> str:
     if width(line) <= cols:
         return line
     while width(line) > cols - 1:
-        line = line[:max(len(line) - max((width(line) - cols) // 2, 1), 0)]
+        line = line[: max(len(line) - max((width(line) - cols) // 2, 1), 0)]
     return line + "…"
 
 
@@ -204,12 +239,13 @@ def printed_lines(p: PrintedView, lang: str) -> list[str]:
     """The first PRINTED_HEAD and the last PRINTED_TAIL lines of what the code printed, each
     clipped to the terminal's width, and between them one line saying how many bytes are not
     shown (cut by the jail, the view or here)."""
+
     def split(text: str) -> list[str]:
         return text.removesuffix("\n").split("\n") if text else []
 
     if p.cut_bytes:
         head, tail, cut = split(p.start), split(p.end), p.cut_bytes
-    else:                                   # the start and the end join: one text
+    else:  # the start and the end join: one text
         head, tail, cut = split(p.start + p.end), [], 0
         if len(head) > PRINTED_HEAD + PRINTED_TAIL:
             head, tail = head[:PRINTED_HEAD], head[PRINTED_HEAD:]

@@ -5,6 +5,7 @@ text, exception text, printed output) is capped here: 64 KiB a message, and all 
 within the 1 MiB a report may hold. Escaping is each renderer's job (HTML, Markdown, XML,
 terminal each escape differently).
 """
+
 from __future__ import annotations
 
 import math
@@ -26,9 +27,9 @@ from reports.labels import (
     symptom_label,
 )
 
-LEARNER_BUDGET = MAX_REPORT - REPORT_CHROME_BYTES   # what learner-influenced text may use
-MAX_PRINTED = MAX_MESSAGE        # printed output a report shows (start and end together)
-MAX_SHORT = 300                  # bytes of an evidence value, a title, a name
+LEARNER_BUDGET = MAX_REPORT - REPORT_CHROME_BYTES  # what learner-influenced text may use
+MAX_PRINTED = MAX_MESSAGE  # printed output a report shows (start and end together)
+MAX_SHORT = 300  # bytes of an evidence value, a title, a name
 CUT = "…"
 
 # -- how learner text is shown: the one convention of every human-facing format ---------------
@@ -46,14 +47,16 @@ CUT = "…"
 # Markdown or XML comes after, in each renderer.
 
 _C0_C1 = "\x00-\x08\x0b-\x1f\x7f-\x9f"
-_INVISIBLE = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
-              "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
-              "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
-              "\U000e0020-\U000e007f"               # Unicode's format characters (Cf, Zl, Zp)
-              "\ud800-\udfff"                        # lone surrogates
-              "\ufdd0-\ufdef\ufffe\uffff" + "".join(f"\\U{p:04x}fffe\\U{p:04x}ffff" for p in range(1, 17)))
+_INVISIBLE = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"  # Unicode's format characters (Cf, Zl, Zp)
+    "\ud800-\udfff"  # lone surrogates
+    "\ufdd0-\ufdef\ufffe\uffff" + "".join(f"\\U{p:04x}fffe\\U{p:04x}ffff" for p in range(1, 17))
+)
 _ACTING = re.compile(f"\r\n|[{_C0_C1}{_INVISIBLE}]")
-ACTING_CHARS = re.compile(f"[{_C0_C1}{_INVISIBLE}]")     # what `visible` writes out
+ACTING_CHARS = re.compile(f"[{_C0_C1}{_INVISIBLE}]")  # what `visible` writes out
 
 
 def _shown_char(m: re.Match) -> str:
@@ -62,7 +65,7 @@ def _shown_char(m: re.Match) -> str:
         return "\n"
     if ch == "\r":
         return "\\r"
-    return f"\\x{ord(ch):02x}" if ord(ch) <= 0x9f else f"<U+{ord(ch):04X}>"
+    return f"\\x{ord(ch):02x}" if ord(ch) <= 0x9F else f"<U+{ord(ch):04X}>"
 
 
 def visible(text) -> str:
@@ -80,16 +83,16 @@ def cap_bytes(text, limit: int) -> str:
     Never raises: a lone surrogate counts as the three bytes it would take."""
     text = text if isinstance(text, str) else str(text)
     limit = max(limit, 0)
-    if len(text) <= limit // 4:           # cannot be too long: no character takes more than 4 bytes
+    if len(text) <= limit // 4:  # cannot be too long: no character takes more than 4 bytes
         return text
-    data = text[:limit + 1].encode("utf-8", "surrogatepass")   # each character takes >= 1 byte
+    data = text[: limit + 1].encode("utf-8", "surrogatepass")  # each character takes >= 1 byte
     if len(data) <= limit and len(text) <= limit:
         return text
     marker = f" {CUT}"
     if limit < len(marker.encode()):
         return ""
     end = limit - len(marker.encode())
-    while end > 0 and (data[end] & 0xC0) == 0x80:                  # back to a character's start
+    while end > 0 and (data[end] & 0xC0) == 0x80:  # back to a character's start
         end -= 1
     return data[:end].decode("utf-8", "surrogatepass") + marker
 
@@ -99,7 +102,7 @@ def shown(text, limit: int = MAX_MESSAGE, form=visible) -> str:
     UTF-8 bytes. Work is bounded by `limit`, not by the text: a 100 MB string costs what its
     first `limit` characters do."""
     text = text if isinstance(text, str) else str(text)
-    return cap_bytes(form(text[:max(limit, 0) + 1]), limit)
+    return cap_bytes(form(text[: max(limit, 0) + 1]), limit)
 
 
 def as_data(text) -> str:
@@ -133,7 +136,7 @@ def t(text: str, lang: str, /, **params) -> str:
 
 
 def labelled(label: str, text: str, lang: str) -> str:
-    """"label: text", with the language's colon."""
+    """ "label: text", with the language's colon."""
     return t("{label}: {text}", lang, label=label, text=text)
 
 
@@ -151,8 +154,9 @@ def rule_day(rule_label_text: str, day: int, lang: str) -> str:
 def exercise_title(exercise_id: str, lang: str) -> str:
     try:
         from grader.exercises import load_exercise
+
         title = load_exercise(exercise_id).title
-    except Exception:
+    except Exception:  # noqa: BLE001 - a stored grade of an exercise this grader no longer has
         return exercise_id
     return title.zh_TW if normalize_lang(lang) == "zh-TW" else title.en
 
@@ -191,6 +195,7 @@ def evidence_items(evidence: dict, lang: str, budget: Budget | None = None) -> l
 class PrintedView:
     """What the learner's code printed, as shown: its start and its end (each cut at a line
     break, or a space, where one is near), and how many bytes are not shown between them."""
+
     start: str = ""
     end: str = ""
     cut_bytes: int = 0
@@ -214,21 +219,21 @@ def _head(text: str, limit: int, form=visible) -> str:
         for sep in ("\n", " "):
             at = text.rfind(sep, k // 2, k)
             if at >= 0:
-                return text[:at + 1]
+                return text[: at + 1]
     return text[:k]
 
 
 def _tail(text: str, limit: int, form=visible) -> str:
     """The same as _head, for the end of `text`: starting after a line break (or a space)."""
     k = min(len(text), limit)
-    while k and utf8_len(form(text[len(text) - k:])) > limit:
-        k = max(k * limit // utf8_len(form(text[len(text) - k:])) - 1, 0)
+    while k and utf8_len(form(text[len(text) - k :])) > limit:
+        k = max(k * limit // utf8_len(form(text[len(text) - k :])) - 1, 0)
     if k < len(text):
-        piece = text[len(text) - k:]
+        piece = text[len(text) - k :]
         for sep in ("\n", " "):
             at = piece.find(sep, 0, (k + 1) // 2)
             if at >= 0:
-                return piece[at + 1:]
+                return piece[at + 1 :]
         return piece
     return text
 
@@ -246,8 +251,8 @@ def printed_view(printed, budget: Budget, limit: int = MAX_PRINTED, form=visible
     rest = room - utf8_len(form(head))
     if end:
         tail = _tail(end, rest, form)
-    else:              # all was kept as the start, longer than the room: its end is shown too
-        tail = _tail(start[len(head):], rest, form) if len(head) < len(start) else ""
+    else:  # all was kept as the start, longer than the room: its end is shown too
+        tail = _tail(start[len(head) :], rest, form) if len(head) < len(start) else ""
     dropped = utf8_len(start) + utf8_len(end) - utf8_len(head) - utf8_len(tail)
     shown_head, shown_tail = form(head), form(tail)
     budget.left -= utf8_len(shown_head) + utf8_len(shown_tail)
@@ -262,7 +267,7 @@ class CurveView:
     first: str
     last: str
     lowest: str
-    nonfinite_step: int | None        # the first step whose loss was NaN or inf
+    nonfinite_step: int | None  # the first step whose loss was NaN or inf
     passed: bool
 
     @property
@@ -272,14 +277,19 @@ class CurveView:
 
 def curve_view(check: CheckResult, title: str) -> CurveView:
     curve = check.curve
+    assert curve is not None, "only checks with a curve get a curve view"
     finite = [v for v in curve.losses if v is not None and math.isfinite(v)]
     bad = next((i for i, v in enumerate(curve.losses) if v is None or not math.isfinite(v)), None)
-    return CurveView(check_id=check.id, check_title=title, curve=curve,
-                     first=number(curve.losses[0]) if curve.losses else "NaN",
-                     last=number(curve.losses[-1]) if curve.losses else "NaN",
-                     lowest=number(min(finite)) if finite else "NaN",
-                     nonfinite_step=None if bad is None else bad * curve.stride,
-                     passed=check.passed)
+    return CurveView(
+        check_id=check.id,
+        check_title=title,
+        curve=curve,
+        first=number(curve.losses[0]) if curve.losses else "NaN",
+        last=number(curve.losses[-1]) if curve.losses else "NaN",
+        lowest=number(min(finite)) if finite else "NaN",
+        nonfinite_step=None if bad is None else bad * curve.stride,
+        passed=check.passed,
+    )
 
 
 @dataclass
@@ -346,10 +356,10 @@ class ReportView:
     error_label: str | None
     error_message: str | None
     groups: list[GroupView]
-    checks: list[CheckView]                  # the grade's checks, in its order
+    checks: list[CheckView]  # the grade's checks, in its order
     diagnoses: list[DiagnosisView]
     curves: list[CurveView]
-    symptoms: list[tuple[str, str]]          # (id, label)
+    symptoms: list[tuple[str, str]]  # (id, label)
     warnings: list[str]
     output: PrintedView
     isolation: str
@@ -376,7 +386,7 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
     by_id = {c.id: c for c in grade.checks}
     titles = {c.id: name(check_title(c, lang)) for c in grade.checks}
 
-    views: dict[int, CheckView] = {}         # id(check) -> its view: ids shown may collide
+    views: dict[int, CheckView] = {}  # id(check) -> its view: ids shown may collide
     groups: dict[tuple[str, int], GroupView] = {}
     for c in sorted(grade.checks, key=lambda c: (c.day, c.rule)):
         key = (c.rule, c.day)
@@ -384,43 +394,70 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
             groups[key] = GroupView(name(c.rule), name(rule_label(c.rule, lang)), c.day, [])
         text = "" if c.passed else budget.take(message_text(c.message, c.message_id, c.message_params, lang))
         views[id(c)] = CheckView(
-            id=name(c.id), title=titles[c.id], passed=c.passed, points=c.points, max_points=c.max_points,
-            rule=name(c.rule), day=c.day, message=text,
+            id=name(c.id),
+            title=titles[c.id],
+            passed=c.passed,
+            points=c.points,
+            max_points=c.max_points,
+            rule=name(c.rule),
+            day=c.day,
+            message=text,
             symptoms=[name(symptom_label(s, lang)) for s in c.symptoms],
             evidence=[] if c.passed else evidence_items(c.evidence, lang, budget),
-            has_curve=c.curve is not None, symptom_ids=[name(s) for s in c.symptoms])
+            has_curve=c.curve is not None,
+            symptom_ids=[name(s) for s in c.symptoms],
+        )
         groups[key].checks.append(views[id(c)])
 
     diagnoses = []
     for d in grade.diagnosis:
         check = by_id.get(d.check or "")
-        diagnoses.append(DiagnosisView(
-            rule=name(d.rule), rule_label=name(rule_label(d.rule, lang)), day=d.day,
-            mutant=name(d.mutant) if d.mutant else None,
-            message=budget.take(message_text(d.message, d.message_id, d.message_params, lang)),
-            check_id=name(d.check) if d.check else None, check_title=titles.get(d.check or "", ""),
-            symptoms=[name(symptom_label(s, lang)) for s in (check.symptoms if check else [])],
-            evidence=evidence_items(check.evidence, lang, budget) if check else []))
+        diagnoses.append(
+            DiagnosisView(
+                rule=name(d.rule),
+                rule_label=name(rule_label(d.rule, lang)),
+                day=d.day,
+                mutant=name(d.mutant) if d.mutant else None,
+                message=budget.take(message_text(d.message, d.message_id, d.message_params, lang)),
+                check_id=name(d.check) if d.check else None,
+                check_title=titles.get(d.check or "", ""),
+                symptoms=[name(symptom_label(s, lang)) for s in (check.symptoms if check else [])],
+                evidence=evidence_items(check.evidence, lang, budget) if check else [],
+            )
+        )
 
     curves = [curve_view(c, titles[c.id]) for c in grade.checks if c.curve is not None]
     error = grade.error
-    warnings = [budget.take(message_text(w.message, w.message_id, w.message_params, lang), 4096)
-                for w in grade.warnings]
+    warnings = [
+        budget.take(message_text(w.message, w.message_id, w.message_params, lang), 4096)
+        for w in grade.warnings
+    ]
     return ReportView(
-        lang=lang, exercise=name(grade.exercise), exercise_title=name(exercise_title(grade.exercise, lang)),
-        student=name(grade.student) if grade.student else None, passed=grade.passed,
-        score=grade.score, max_score=grade.max_score,
-        checks_passed=sum(c.passed for c in grade.checks), checks_total=len(grade.checks),
+        lang=lang,
+        exercise=name(grade.exercise),
+        exercise_title=name(exercise_title(grade.exercise, lang)),
+        student=name(grade.student) if grade.student else None,
+        passed=grade.passed,
+        score=grade.score,
+        max_score=grade.max_score,
+        checks_passed=sum(c.passed for c in grade.checks),
+        checks_total=len(grade.checks),
         error_kind=name(error.kind) if error else None,
         error_label=name(error_label(error.kind, lang)) if error else None,
-        error_message=budget.take(message_text(error.message, error.message_id, error.message_params,
-                                                lang)) if error else None,
-        groups=list(groups.values()), checks=[views[id(c)] for c in grade.checks],
-        diagnoses=diagnoses, curves=curves,
+        error_message=budget.take(message_text(error.message, error.message_id, error.message_params, lang))
+        if error
+        else None,
+        groups=list(groups.values()),
+        checks=[views[id(c)] for c in grade.checks],
+        diagnoses=diagnoses,
+        curves=curves,
         symptoms=[(name(s), name(symptom_label(s, lang))) for s in grade.symptoms],
-        warnings=warnings, output=printed_view(grade.output, budget),
-        isolation=name(isolation_label(grade.isolation, lang)), grader_version=name(grade.grader_version),
-        duration_s=grade.duration_s)
+        warnings=warnings,
+        output=printed_view(grade.output, budget),
+        isolation=name(isolation_label(grade.isolation, lang)),
+        grader_version=name(grade.grader_version),
+        duration_s=grade.duration_s,
+    )
 
 
 def grade_data(grade: Grade, budget: Budget | None = None) -> dict:

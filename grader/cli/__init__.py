@@ -6,6 +6,7 @@ One module per command group, each importing only grader.cli.common (exit codes,
 grader-side failures; 2 usage or input error (`error: ...` on stderr, also for a GraderError a
 command lets through, with that error's exit code; click's own usage errors also exit 2).
 """
+
 from __future__ import annotations
 
 import sys

@@ -6,6 +6,7 @@ submissions could not be graded because the grader failed (run the command again
 2 usage or input error (unknown exercise, unreadable SOURCE, unusable or missing gradebook, jail
 refused).
 """
+
 from __future__ import annotations
 
 import sys
@@ -17,24 +18,35 @@ from grader.cli.common import EXIT_FAIL, EXIT_PASS, db_option, get_exercise, lan
 
 
 def executor_options(f):
-    f = click.option("--scheduler", metavar="ADDRESS",
-                     help="Grade on this Dask distributed cluster (tcp://HOST:PORT) instead of locally.")(f)
-    f = click.option("--workers", type=click.IntRange(1, 256), default=2, show_default=True,
-                     help="Local worker processes (ignored with --scheduler).")(f)
-    f = click.option("--progress/--no-progress", default=None,
-                     help="Progress bar (default: when stderr is a terminal).")(f)
+    f = click.option(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="Grade on this Dask distributed cluster (tcp://HOST:PORT) instead of locally.",
+    )(f)
+    f = click.option(
+        "--workers",
+        type=click.IntRange(1, 256),
+        default=2,
+        show_default=True,
+        help="Local worker processes (ignored with --scheduler).",
+    )(f)
+    f = click.option(
+        "--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal)."
+    )(f)
     return f
 
 
 def _run(fn, *args, **kwargs):
     from grader.batch import BatchError
+
     try:
         return fn(*args, **kwargs)
     except BatchError as exc:
         usage_error(str(exc))
     except KeyboardInterrupt:
-        click.echo("interrupted: the grades recorded so far are kept; run the same command to finish",
-                   err=True)
+        click.echo(
+            "interrupted: the grades recorded so far are kept; run the same command to finish", err=True
+        )
         sys.exit(130)
 
 
@@ -43,8 +55,11 @@ def _run(fn, *args, **kwargs):
 @click.argument("source", type=click.Path(path_type=Path))
 @db_option
 @executor_options
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Write the class report (class.html), grades.csv and one JSON grade per learner here.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the class report (class.html), grades.csv and one JSON grade per learner here.",
+)
 @click.option("--force", is_flag=True, help="Regrade every submission, even those already graded.")
 @lang_option
 def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, lang):
@@ -56,9 +71,21 @@ def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, 
     A SQLite gradebook that does not exist is created.
     """
     from grader.batch import run_batch
+
     ex = get_exercise(exercise)
-    tally = _run(run_batch, ex.id, source, db, workers=workers, scheduler=scheduler, out=out, force=force,
-                 lang=lang, progress=progress, echo=click.echo)
+    tally = _run(
+        run_batch,
+        ex.id,
+        source,
+        db,
+        workers=workers,
+        scheduler=scheduler,
+        out=out,
+        force=force,
+        lang=lang,
+        progress=progress,
+        echo=click.echo,
+    )
     sys.exit(EXIT_FAIL if tally.errors else EXIT_PASS)
 
 
@@ -72,19 +99,34 @@ def regrade(exercise, db, workers, scheduler, progress, force):
 
     The gradebook must exist: a missing SQLite file is an error (exit 2), and none is created."""
     from grader.batch import regrade as run_regrade
+
     ex = get_exercise(exercise)
-    tally, changes = _run(run_regrade, ex.id, db, workers=workers, scheduler=scheduler, force=force,
-                          progress=progress, echo=click.echo)
+    tally, changes = _run(
+        run_regrade,
+        ex.id,
+        db,
+        workers=workers,
+        scheduler=scheduler,
+        force=force,
+        progress=progress,
+        echo=click.echo,
+    )
     if not changes:
         click.echo("no score changed")
     else:
         click.echo(f"{len(changes)} score{'s' if len(changes) != 1 else ''} changed:")
         width = max(len(c.learner) for c in changes)
         for c in sorted(changes, key=lambda c: c.learner):
-            verdict = ("" if c.old_passed == c.new_passed else
-                       "  now passes" if c.new_passed else "  no longer passes")
+            verdict = (
+                ""
+                if c.old_passed == c.new_passed
+                else "  now passes"
+                if c.new_passed
+                else "  no longer passes"
+            )
             older = "" if c.current else "  (an older submission)"
-            click.echo(f"  {c.learner:{width}}  {c.old_score:g} -> {c.new_score:g} / {c.max_score:g}  "
-                       f"({c.new_score - c.old_score:+g}){verdict}{older}"
-                       + (f"  {c.name}" if c.name else ""))
+            click.echo(
+                f"  {c.learner:{width}}  {c.old_score:g} -> {c.new_score:g} / {c.max_score:g}  "
+                f"({c.new_score - c.old_score:+g}){verdict}{older}" + (f"  {c.name}" if c.name else "")
+            )
     sys.exit(EXIT_FAIL if tally.errors else EXIT_PASS)

@@ -3,6 +3,7 @@
 Nothing here imports torch or SQLAlchemy; commands import those when they run, so `grader --help`
 and `grader grade` on a quiz stay fast.
 """
+
 from __future__ import annotations
 
 import sys
@@ -14,8 +15,17 @@ import click
 from grader.errors import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 from grader.locale import LANGS, lang_from_env
 
-__all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "db_option", "get_exercise", "lang_option",
-           "open_gradebook", "usage_error", "write_out"]
+__all__ = [
+    "EXIT_FAIL",
+    "EXIT_PASS",
+    "EXIT_USAGE",
+    "db_option",
+    "get_exercise",
+    "lang_option",
+    "open_gradebook",
+    "usage_error",
+    "write_out",
+]
 
 
 def usage_error(message: str) -> NoReturn:
@@ -26,6 +36,7 @@ def usage_error(message: str) -> NoReturn:
 
 def get_exercise(exercise_id: str):
     from grader.exercises import UnknownExercise, load_exercise
+
     try:
         return load_exercise(exercise_id)
     except UnknownExercise as exc:
@@ -39,10 +50,13 @@ def _lang_default(ctx, param, value):
 def lang_option(f):
     """--lang en|zh-TW, defaulting from the locale (LANGUAGE, LC_ALL, LC_MESSAGES, LANG) as gettext does.
     The command always receives a language, never None."""
-    return click.option("--lang", type=click.Choice(list(LANGS)), default=None,
-                        callback=_lang_default,
-                        help="Language of the reports: en or zh-TW "
-                             "[default: from LANGUAGE/LC_ALL/LC_MESSAGES/LANG].")(f)
+    return click.option(
+        "--lang",
+        type=click.Choice(list(LANGS)),
+        default=None,
+        callback=_lang_default,
+        help="Language of the reports: en or zh-TW [default: from LANGUAGE/LC_ALL/LC_MESSAGES/LANG].",
+    )(f)
 
 
 def write_out(out: Path, text: str) -> None:
@@ -55,20 +69,30 @@ def write_out(out: Path, text: str) -> None:
 
 # -- the gradebook --------------------------------------------------------------------------------
 
-DB_HELP = ("Gradebook: a SQLite file or a URL such as postgresql://user@host/db "
-           "(`grader batch` creates a missing SQLite file; the other commands require it). "
-           "Default: $GRADER_DB, else gradebook.db here.")
+DB_HELP = (
+    "Gradebook: a SQLite file or a URL such as postgresql://user@host/db "
+    "(`grader batch` creates a missing SQLite file; the other commands require it). "
+    "Default: $GRADER_DB, else gradebook.db here."
+)
 
 
 def db_option(f):
-    return click.option("--db", "db", envvar="GRADER_DB", default="gradebook.db", show_default=True,
-                        metavar="URL", help=DB_HELP)(f)
+    return click.option(
+        "--db",
+        "db",
+        envvar="GRADER_DB",
+        default="gradebook.db",
+        show_default=True,
+        metavar="URL",
+        help=DB_HELP,
+    )(f)
 
 
 def open_gradebook(db: str, *, create: bool = False):
     """The gradebook at `db`; a bad one is a usage error. Without `create`, a SQLite file that does
     not exist is one too, and nothing is created (no file, no -wal or -shm)."""
     from grader.store import Gradebook, StoreError
+
     try:
         return Gradebook(db, create=create)
     except StoreError as exc:

@@ -1,4 +1,5 @@
 """`grader doctor`: canary attacks in the jail."""
+
 from __future__ import annotations
 
 import sys
@@ -14,6 +15,7 @@ def doctor(quick):
     """Run canary attacks in the jail; exit 1, refusing, if any of them succeeds."""
     from grader.doctor import run
     from grader.jail.launcher import ZygoteError
+
     try:
         report = run(quick=quick)
     except ZygoteError as exc:

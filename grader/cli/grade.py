@@ -1,4 +1,5 @@
 """`grader exercises`, `grader starter` and `grader grade`: one learner, one submission."""
+
 from __future__ import annotations
 
 import shutil
@@ -15,9 +16,12 @@ from reports.render import FORMATS
 def list_exercises():
     """List the exercises."""
     from grader.exercises import all_exercises
+
     for ex in all_exercises():
-        click.echo(f"{ex.id:18} day {ex.day:<3} {ex.kind:5} {ex.points:>5g} pts  "
-                   f"{', '.join(ex.files):40} {ex.title.en}")
+        click.echo(
+            f"{ex.id:18} day {ex.day:<3} {ex.kind:5} {ex.points:>5g} pts  "
+            f"{', '.join(ex.files):40} {ex.title.en}"
+        )
 
 
 @click.command()
@@ -27,6 +31,7 @@ def list_exercises():
 def starter(exercise, directory: Path, student):
     """Write EXERCISE's starter files into DIRECTORY."""
     from grader.exercises import exercise_dir
+
     ex = get_exercise(exercise)
     src = exercise_dir(ex.id) / "starter"
     directory.mkdir(parents=True, exist_ok=True)
@@ -38,6 +43,7 @@ def starter(exercise, directory: Path, student):
         target = directory / name
         if ex.kind == "quiz":
             from grader.quiz import starter_text
+
             target.write_text(starter_text(ex, student), encoding="utf-8")
         else:
             shutil.copyfile(src / name, target)
@@ -47,22 +53,33 @@ def starter(exercise, directory: Path, student):
 @click.command()
 @click.argument("exercise")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text", show_default=True,
-              help="text (terminal), json, html, markdown, junit (XML), gradescope (results.json), csv.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(FORMATS)),
+    default="text",
+    show_default=True,
+    help="text (terminal), json, html, markdown, junit (XML), gradescope (results.json), csv.",
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the report here.")
 @lang_option
-@click.option("--color/--no-color", default=None,
-              help="Colour the text report [default: only when writing to a terminal].")
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Colour the text report [default: only when writing to a terminal].",
+)
 @click.option("--student", help="Learner id (recorded in the grade).")
 def grade(exercise, path: Path, fmt, out, lang, color, student):
     """Grade the submission at PATH (a folder of learner files, or one file) for EXERCISE."""
     ex = get_exercise(exercise)
-    if ex.kind == "code":       # a quiz is data: no jail to start
+    if ex.kind == "code":  # a quiz is data: no jail to start
         from grader.jail.launcher import prestart
-        prestart()          # the jail's zygote imports torch on one core while we do on the other
+
+        prestart()  # the jail's zygote imports torch on one core while we do on the other
     from grader.grading import grade as grade_submission
     from grader.submission import UsageError
     from reports import render
+
     if color is None:
         color = out is None and sys.stdout.isatty()
     try:
@@ -74,5 +91,5 @@ def grade(exercise, path: Path, fmt, out, lang, color, student):
         write_out(out, text)
         click.echo(f"wrote {out}", err=True)
     else:
-        click.echo(text, nl=False, color=bool(color))   # click strips colour off a tty unless told
+        click.echo(text, nl=False, color=bool(color))  # click strips colour off a tty unless told
     sys.exit(EXIT_PASS if result.passed else EXIT_FAIL)

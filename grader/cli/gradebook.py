@@ -4,6 +4,7 @@ Both require the gradebook to exist (a missing SQLite file is exit 2, and none i
 Grades are rendered by the same renderers as `grader grade` (reports.render); CSV is written
 only by reports/gradebook.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,6 +38,7 @@ def gradebook():
 def gradebook_export(db, fmt, exercise, out):
     """Every learner's current grade per exercise (the latest grade of their latest submission)."""
     from reports.gradebook import export_row, render_export_csv
+
     if exercise:
         exercise = get_exercise(exercise).id
     gb = open_gradebook(db)
@@ -47,9 +49,22 @@ def gradebook_export(db, fmt, exercise, out):
     if fmt == "csv":
         text = render_export_csv(current)
     else:
-        text = json.dumps([{**export_row(c), "exercise_version": c.version, "submission": c.digest,
-                            "grade": c.grade.model_dump(mode="json")} for c in current],
-                          ensure_ascii=False, indent=2) + "\n"
+        text = (
+            json.dumps(
+                [
+                    {
+                        **export_row(c),
+                        "exercise_version": c.version,
+                        "submission": c.digest,
+                        "grade": c.grade.model_dump(mode="json"),
+                    }
+                    for c in current
+                ],
+                ensure_ascii=False,
+                indent=2,
+            )
+            + "\n"
+        )
     if out:
         write_out(out, text)
         click.echo(f"wrote {len(current)} grades to {out}", err=True)
@@ -66,15 +81,26 @@ def _clean(text, limit=400) -> str:
 @click.argument("learner")
 @db_option
 @click.option("--exercise", help="Only this exercise's grade (and, in text, its history).")
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text", show_default=True,
-              help="text (history, then the reports), or one grade as json, html, markdown, junit, "
-                   "gradescope or csv.")
-@click.option("--history", is_flag=True,
-              help="With --format json: the learner's whole record (submissions, every grade run, "
-                   "current grades) instead of one grade.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(FORMATS)),
+    default="text",
+    show_default=True,
+    help="text (history, then the reports), or one grade as json, html, markdown, junit, gradescope or csv.",
+)
+@click.option(
+    "--history",
+    is_flag=True,
+    help="With --format json: the learner's whole record (submissions, every grade run, "
+    "current grades) instead of one grade.",
+)
 @lang_option
-@click.option("--color/--no-color", default=None,
-              help="Colour the text report [default: only when writing to a terminal].")
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Colour the text report [default: only when writing to a terminal].",
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
 def gradebook_show(learner, db, exercise, fmt, history, lang, color, out):
     """LEARNER's current grades, rendered as `grader grade` renders a grade.
@@ -104,8 +130,10 @@ def gradebook_show(learner, db, exercise, fmt, history, lang, color, out):
     graded = [c.exercise for c in current]
     if exercise is not None:
         if exercise not in graded:
-            usage_error(f"--exercise: learner {learner!r} has no current grade for {exercise!r}; "
-                        + _their_grades(graded))
+            usage_error(
+                f"--exercise: learner {learner!r} has no current grade for {exercise!r}; "
+                + _their_grades(graded)
+            )
         current = [c for c in current if c.exercise == exercise]
         info = {**info, "submissions": [s for s in info["submissions"] if s["exercise"] == exercise]}
     if color is None:
@@ -114,17 +142,34 @@ def gradebook_show(learner, db, exercise, fmt, history, lang, color, out):
 
     if fmt == "json" and history:
         from reports.gradebook import export_row
-        text = json.dumps({**info, "current": [{**export_row(c), "grade": c.grade.model_dump(mode="json")}
-                                               for c in current]},
-                          ensure_ascii=False, indent=2, default=str) + "\n"
+
+        text = (
+            json.dumps(
+                {
+                    **info,
+                    "current": [{**export_row(c), "grade": c.grade.model_dump(mode="json")} for c in current],
+                },
+                ensure_ascii=False,
+                indent=2,
+                default=str,
+            )
+            + "\n"
+        )
     elif fmt == "text":
         text = _overview(info, current, lang, color)
     else:
         if len(current) != 1:
-            usage_error(f"LEARNER: learner {learner!r} has " + (
-                f"current grades for {len(current)} exercises ({', '.join(graded)}); "
-                "choose one with --exercise" if current else "no current grade"))
+            usage_error(
+                f"LEARNER: learner {learner!r} has "
+                + (
+                    f"current grades for {len(current)} exercises ({', '.join(graded)}); "
+                    "choose one with --exercise"
+                    if current
+                    else "no current grade"
+                )
+            )
         from reports import render
+
         text = render(current[0].grade, fmt, lang)
     if out:
         write_out(out, text)
@@ -142,30 +187,40 @@ def _overview(info: dict, current: list, lang: str, color: bool) -> str:
     """The instructor's view: the learner, their current grades, every submission and grade run,
     then the report of each current grade as `grader grade` prints it."""
     from reports import render
-    lines = [f"learner {_clean(info['learner'])}" + (f"  {_clean(info['name'])}" if info["name"] else "")
-             + (f"  <{_clean(info['email'])}>" if info["email"] else "")]
+
+    lines = [
+        f"learner {_clean(info['learner'])}"
+        + (f"  {_clean(info['name'])}" if info["name"] else "")
+        + (f"  <{_clean(info['email'])}>" if info["email"] else "")
+    ]
     for c in current:
         g = c.grade
         when = f", graded {c.graded_at:%Y-%m-%d %H:%M} UTC" if c.graded_at else ""
         verdict = "PASSED" if g.passed else "NOT PASSED"
-        lines.append(f"  {c.exercise}: {verdict}  {g.score:g} / {g.max_score:g}"
-                     f"  (version {c.version[:12]}, submission {c.digest[:12]}"
-                     f"{', late' if c.late else ''}{when})")
+        lines.append(
+            f"  {c.exercise}: {verdict}  {g.score:g} / {g.max_score:g}"
+            f"  (version {c.version[:12]}, submission {c.digest[:12]}"
+            f"{', late' if c.late else ''}{when})"
+        )
     if not current:
         lines.append("  no current grade")
     lines.append("\nsubmissions and grade runs:")
     for s in info["submissions"]:
         files = ", ".join(f"{_clean(n, 80)} ({size} B)" for n, size in s["files"].items())
-        lines.append(f"  {s['exercise']} submission {s['digest'][:12]}{' (current)' if s['current'] else ''} "
-                     f"from {_clean(s['origin'], 80) or '?'} [{s['layout']}]: {files or 'no files'}")
+        lines.append(
+            f"  {s['exercise']} submission {s['digest'][:12]}{' (current)' if s['current'] else ''} "
+            f"from {_clean(s['origin'], 80) or '?'} [{s['layout']}]: {files or 'no files'}"
+        )
         if s["problem"]:
             lines.append(f"    problem: {_clean(s['problem'])}")
         for r in s["runs"]:
             when = f"{r['finished_at']:%Y-%m-%d %H:%M:%S}" if r["finished_at"] else "?"
-            lines.append(f"    run {r['id']}: {when}  version {r['version'][:12]}  attempt {r['attempt']}  "
-                         f"{r['status']:10} {r['score']:g}/{r['max_score']:g}"
-                         f"{'  ' + r['error_kind'] if r['error_kind'] else ''}  ({r['isolation']}, "
-                         f"{r['duration_s']:.2f} s, {_clean(r['worker'], 60)})")
+            lines.append(
+                f"    run {r['id']}: {when}  version {r['version'][:12]}  attempt {r['attempt']}  "
+                f"{r['status']:10} {r['score']:g}/{r['max_score']:g}"
+                f"{'  ' + r['error_kind'] if r['error_kind'] else ''}  ({r['isolation']}, "
+                f"{r['duration_s']:.2f} s, {_clean(r['worker'], 60)})"
+            )
     text = "\n".join(lines) + "\n"
     for c in current:
         text += "\n" + render(c.grade, "text", lang, color=color)

@@ -1,4 +1,5 @@
 """`grader mutants list|verify`: the injected bugs, each of which must be caught and named."""
+
 from __future__ import annotations
 
 import sys
@@ -17,6 +18,7 @@ def mutants():
 def mutants_list():
     """One mutant per line: id, exercises, rule, day."""
     from grader.mutants import load_mutants
+
     for m in load_mutants():
         click.echo(f"{m.id:28} {','.join(m.exercises):32} {m.rule:20} day {m.day}")
 
@@ -27,19 +29,24 @@ def mutants_list():
 def mutants_verify(exercise, workers):
     """Grade every solution, alternative and mutant; exit 1 unless each verdict is as known."""
     from grader.mutants import cases, kill_matrix, verify
+
     if exercise:
         get_exercise(exercise)
     selected = cases(exercise)
 
     def progress(v):
         mark = "ok  " if v.ok else "FAIL"
-        click.echo(f"{mark} {v.case.kind:11} {v.case.exercise:16} {v.case.name:28} "
-                   f"{v.grade.score:g}/{v.grade.max_score:g}  {v.why}")
+        click.echo(
+            f"{mark} {v.case.kind:11} {v.case.exercise:16} {v.case.name:28} "
+            f"{v.grade.score:g}/{v.grade.max_score:g}  {v.why}"
+        )
 
     verdicts = verify(selected, workers=workers, progress=progress)
     click.echo(kill_matrix(verdicts))
     bad = [v for v in verdicts if not v.ok]
     n_mutants = len({v.case.name for v in verdicts if v.case.kind == "mutant"})
-    click.echo(f"\n{len(verdicts)} cases, {n_mutants} mutants: "
-               f"{'all as expected' if not bad else f'{len(bad)} NOT as expected'}")
+    click.echo(
+        f"\n{len(verdicts)} cases, {n_mutants} mutants: "
+        f"{'all as expected' if not bad else f'{len(bad)} NOT as expected'}"
+    )
     sys.exit(EXIT_FAIL if bad else EXIT_PASS)

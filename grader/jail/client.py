@@ -5,6 +5,7 @@ rebuilt from raw bytes (wire.py); a learner object that cannot cross stays in th
 referred to by a handle. Every wait on the jail has a deadline; a jail that misses it is killed
 with its whole PID namespace, and the reason it ended becomes an error the grade can report.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,17 +15,24 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.errors import (JailCrash, JailError, JailMemory, JailSandbox, JailTimeout,  # noqa: F401
-                           LearnerError, learner_text)
+from grader.errors import (
+    JailCrash,
+    JailError,
+    JailMemory,
+    JailSandbox,
+    JailTimeout,
+    LearnerError,
+)
 from grader.jail import launcher, sandbox, wire
 from grader.limits import JAIL_READY_SECONDS, Limits
 from grader.limits import SUBMISSION_BYTES as MAX_SUBMISSION_BYTES
 from grader.locale import Message, message_of, msg
 
-
 SIGNAL_WORDS = {
-    signal.SIGSEGV: msg("a segmentation fault (SIGSEGV)"), signal.SIGBUS: msg("a bus error (SIGBUS)"),
-    signal.SIGABRT: msg("an abort (SIGABRT)"), signal.SIGILL: msg("an illegal instruction (SIGILL)"),
+    signal.SIGSEGV: msg("a segmentation fault (SIGSEGV)"),
+    signal.SIGBUS: msg("a bus error (SIGBUS)"),
+    signal.SIGABRT: msg("an abort (SIGABRT)"),
+    signal.SIGILL: msg("an illegal instruction (SIGILL)"),
     signal.SIGFPE: msg("an arithmetic fault (SIGFPE)"),
 }
 
@@ -44,9 +52,19 @@ def read_submission_files(root: Path) -> dict[str, bytes]:
 class Jail:
     """One submission's jail: a process forked from the warm zygote, alone in its namespaces."""
 
-    def __init__(self, root: Path | None, limits: Limits, output=None, zygote=None, files=None,
-                 cpu: int | None = None, modules=(), names: dict | None = None, wait: bool = True,
-                 timeout: float | None = None):
+    def __init__(
+        self,
+        root: Path | None,
+        limits: Limits,
+        output=None,
+        zygote=None,
+        files=None,
+        cpu: int | None = None,
+        modules=(),
+        names: dict | None = None,
+        wait: bool = True,
+        timeout: float | None = None,
+    ):
         """root: the folder holding the submission's files, or None with `files` given instead.
         cpu: the one CPU the jail runs on once ready (see CpuShare), or None for any.
         modules, names: import these learner modules as the jail starts, and list which of
@@ -57,18 +75,21 @@ class Jail:
         self.limits = limits
         self.zygote = zygote or default_zygote()
         self.isolation = self.zygote.isolation
-        self.ended: dict | None = None           # how the jail ended, once it has
-        self.info: dict | None = None            # the ready reply
+        self.ended: dict | None = None  # how the jail ended, once it has
+        self.info: dict | None = None  # the ready reply
         self._own_output = output is None
         self.output_file = output if output is not None else output_file()
-        files = read_submission_files(self.root) if files is None else files
+        if files is None:
+            assert self.root is not None, "a jail given no files reads them from its root"
+            files = read_submission_files(self.root)
         self.id, uid, gid = launcher.next_identity()
         self.uid = uid
         to_jail_r, self._to_jail = os.pipe()
         self._from_jail, from_jail_w = os.pipe()
         try:
-            self.zygote.spawn(self.id, uid, gid, limits.for_jail(),
-                              [to_jail_r, from_jail_w, self.output_file.fileno()], cpu)
+            self.zygote.spawn(
+                self.id, uid, gid, limits.for_jail(), [to_jail_r, from_jail_w, self.output_file.fileno()], cpu
+            )
         except launcher.ZygoteError as exc:
             for fd in (self._to_jail, self._from_jail):
                 os.close(fd)
@@ -85,8 +106,11 @@ class Jail:
         self._poll_out.register(self._to_jail, select.POLLOUT)
         self._ready_timeout = timeout if timeout is not None else min(limits.call_seconds, JAIL_READY_SECONDS)
         try:
-            setup = {"files": {name: bytes(data) for name, data in files.items()},
-                     "modules": list(modules), "names": dict(names or {})}
+            setup = {
+                "files": {name: bytes(data) for name, data in files.items()},
+                "modules": list(modules),
+                "names": dict(names or {}),
+            }
             self._send(wire.encode(setup), self._ready_timeout)
         except BaseException:
             self.close()
@@ -102,11 +126,19 @@ class Jail:
                     raise self._classify(self.ended)
                 reply = self._receive(timeout if timeout is not None else self._ready_timeout)
                 if "error" in reply:
-                    raise JailSandbox(msg("the jail could not be set up: {detail}",
-                                          detail=str(reply["error"].get("message", ""))))
+                    raise JailSandbox(
+                        msg(
+                            "the jail could not be set up: {detail}",
+                            detail=str(reply["error"].get("message", "")),
+                        )
+                    )
                 if not isinstance(reply["ok"], dict):
-                    raise JailCrash(msg("the jail broke the protocol ({detail})",
-                                        detail=msg("a ready reply that is not a record")))
+                    raise JailCrash(
+                        msg(
+                            "the jail broke the protocol ({detail})",
+                            detail=msg("a ready reply that is not a record"),
+                        )
+                    )
             except BaseException:
                 self.close()
                 raise
@@ -128,11 +160,16 @@ class Jail:
         if "error" in reply:
             error = LearnerError(reply["error"])
             if error.memory:
-                self.kill()       # a process that ran out of memory is not trusted with the next check
+                self.kill()  # a process that ran out of memory is not trusted with the next check
                 text = error.learner_message
-                raise JailMemory(msg("the submission ran out of memory (limit {mb} MiB): {type}: {message}",
-                                     mb=self.limits.memory_mb, type=error.type_name,
-                                     message=text if isinstance(text, Message) else text[:500]))
+                raise JailMemory(
+                    msg(
+                        "the submission ran out of memory (limit {mb} MiB): {type}: {message}",
+                        mb=self.limits.memory_mb,
+                        type=error.type_name,
+                        message=text if isinstance(text, Message) else text[:500],
+                    )
+                )
             raise error
         return reply["ok"]
 
@@ -141,17 +178,18 @@ class Jail:
         view = memoryview(frame)
         while view:
             try:
-                view = view[os.write(self._to_jail, view):]
+                view = view[os.write(self._to_jail, view) :]
                 continue
             except BlockingIOError:
                 pass
-            except OSError:                      # EPIPE: the jail is gone
+            except OSError:  # EPIPE: the jail is gone
                 raise self._death() from None
             left = deadline - time.monotonic()
             if left <= 0 or not self._poll_out.poll(left * 1000):
                 self.kill()
-                raise JailTimeout(msg("the jail did not read its input within {seconds:.0f} s",
-                                      seconds=timeout))
+                raise JailTimeout(
+                    msg("the jail did not read its input within {seconds:.0f} s", seconds=timeout)
+                )
 
     def _receive(self, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
@@ -163,11 +201,13 @@ class Jail:
             if "error" in reply and not isinstance(reply["error"], dict):
                 raise wire.WireError("a malformed error")
             return reply
-        except (wire.WireError, ValueError, KeyError, TypeError, RecursionError,
-                UnicodeDecodeError) as exc:
+        except (wire.WireError, ValueError, KeyError, TypeError, RecursionError, UnicodeDecodeError) as exc:
             self.kill()
-            raise JailCrash(msg("the jail broke the protocol ({detail})",
-                                detail=f"{type(exc).__name__}: {str(exc)[:200]}")) from None
+            raise JailCrash(
+                msg(
+                    "the jail broke the protocol ({detail})", detail=f"{type(exc).__name__}: {str(exc)[:200]}"
+                )
+            ) from None
 
     def _read(self, n: int, deadline: float, timeout: float) -> bytes:
         """n bytes from the jail; what it sent beyond them stays buffered for the next frame."""
@@ -206,23 +246,41 @@ class Jail:
             if sig == signal.SIGKILL and ended.get("killed"):
                 return JailCrash(msg("the jail was stopped by the grader"))
             if sig == signal.SIGXCPU or (sig == signal.SIGKILL and ended.get("cpu", 0) >= cpu_limit - 1):
-                return JailTimeout(msg("the submission used up its {seconds:.0f} s of CPU time",
-                                       seconds=cpu_limit))
+                return JailTimeout(
+                    msg("the submission used up its {seconds:.0f} s of CPU time", seconds=cpu_limit)
+                )
             if sig == signal.SIGKILL:
-                return JailMemory(msg("the process was killed (SIGKILL) by the kernel, most likely for "
-                                      "using too much memory"))
+                return JailMemory(
+                    msg(
+                        "the process was killed (SIGKILL) by the kernel, most likely for "
+                        "using too much memory"
+                    )
+                )
             if sig == signal.SIGSYS:
-                return JailSandbox(msg("the submission made a system call the jail forbids (such as "
-                                       "mount, ptrace, unshare or bpf) and was stopped"))
+                return JailSandbox(
+                    msg(
+                        "the submission made a system call the jail forbids (such as "
+                        "mount, ptrace, unshare or bpf) and was stopped"
+                    )
+                )
             if sig == signal.SIGXFSZ:
-                return JailCrash(msg("the submission wrote more than {mb} MiB (printed output or a "
-                                     "file) and was stopped", mb=self.limits.file_size_mb))
-            words = SIGNAL_WORDS.get(sig) or msg("signal {name}", name=signal.Signals(sig).name
-                                                 if sig in signal.valid_signals() else str(sig))
+                return JailCrash(
+                    msg(
+                        "the submission wrote more than {mb} MiB (printed output or a file) and was stopped",
+                        mb=self.limits.file_size_mb,
+                    )
+                )
+            words = SIGNAL_WORDS.get(sig) or msg(
+                "signal {name}", name=signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+            )
             return JailCrash(msg("the process died with {signal}", signal=words))
-        return JailCrash(msg("the process exited (code {code}) while the grader was waiting for an "
-                             "answer: exit(), os._exit() or a fatal error in the submission",
-                             code=str(ended.get("exit"))))
+        return JailCrash(
+            msg(
+                "the process exited (code {code}) while the grader was waiting for an "
+                "answer: exit(), os._exit() or a fatal error in the submission",
+                code=str(ended.get("exit")),
+            )
+        )
 
     def output(self):
         """What the learner's code printed, capped: a models.Printed."""
@@ -274,16 +332,17 @@ class CpuShare:
             return self.cpu
         try:
             mask = os.sched_getaffinity(0)
-            cpu = sandbox.libc.sched_getcpu()         # -1 on failure: not in the mask
+            cpu = sandbox.libc.sched_getcpu()  # -1 on failure: not in the mask
             if len(mask) < 2 or cpu not in mask:
                 return None
-            os.sched_setaffinity(0, {cpu})          # 0: this thread only
+            os.sched_setaffinity(0, {cpu})  # 0: this thread only
         except OSError:
             return None
         self.cpu, self._mask = cpu, mask
         # torch's helper threads could only compete with this thread and the jail for that CPU
         # (measured: day45 graded in 0.43 s with two threads, 0.15 s with one)
         import torch
+
         self._threads = torch.get_num_threads()
         if self._threads > 1:
             torch.set_num_threads(1)
@@ -297,6 +356,7 @@ class CpuShare:
                 pass
             if self._threads > 1:
                 import torch
+
                 torch.set_num_threads(self._threads)
         self.cpu = self._mask = None
 
@@ -322,6 +382,7 @@ def read_output(file, cap: int):
     unbuffered (-u), so what the learner's code printed is in the file even when its jail was
     killed or called os._exit."""
     from grader.models import Printed
+
     if file is None or file.closed:
         return Printed()
     try:
@@ -334,8 +395,11 @@ def read_output(file, cap: int):
     except (OSError, ValueError):
         return Printed()
     head, tail = _whole_characters(head), _whole_characters(tail, at_start=True)
-    return Printed(start=head.decode("utf-8", "replace"), end=tail.decode("utf-8", "replace"),
-                   cut_bytes=size - len(head) - len(tail))
+    return Printed(
+        start=head.decode("utf-8", "replace"),
+        end=tail.decode("utf-8", "replace"),
+        cut_bytes=size - len(head) - len(tail),
+    )
 
 
 def _whole_characters(data: bytes, at_start: bool = False) -> bytes:
@@ -348,7 +412,7 @@ def _whole_characters(data: bytes, at_start: bool = False) -> bytes:
     for back in range(1, min(4, len(data)) + 1):
         byte = data[-back]
         if byte & 0xC0 == 0x80:
-            continue                              # a continuation byte: look further back
+            continue  # a continuation byte: look further back
         need = 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4 if byte >> 3 == 0b11110 else 1
         return data[:-back] if need > back else data
     return data

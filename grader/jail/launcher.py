@@ -10,6 +10,7 @@ PID, IPC, UTS and cgroup namespace; a new session; no environment but the few va
 and it dies with the grader. The zygote keeps the capabilities it needs to build each jail
 (mount, setns, setuid, kill) and every jail drops all of them before learner code runs.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -34,7 +35,7 @@ JAIL_FILES = ("zygote.py", "sandbox.py", "worker.py", "wire.py")
 IN_JAIL = "/jail"
 # packages of this project that hold hidden tests, keys, solutions, mutants or the grader itself
 PRIVATE_PACKAGES = ("grader", "exercises", "mutants", "reference_model", "reports")
-UID_BASE = 0x40000000        # jail uids: far above any real account, one per jail
+UID_BASE = 0x40000000  # jail uids: far above any real account, one per jail
 READY_TIMEOUT = 120.0
 CONTROL_TIMEOUT = 60.0
 
@@ -48,7 +49,8 @@ WARNING: Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and run 
 
 def find_bwrap() -> str | None:
     return shutil.which("bwrap") or next(
-        (p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap") if os.access(p, os.X_OK)), None)
+        (p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap") if os.access(p, os.X_OK)), None
+    )
 
 
 def requested_mode() -> str:
@@ -73,7 +75,7 @@ def private_paths() -> list[Path]:
         else:
             locations = [os.path.dirname(spec.origin or "")]
         paths += [Path(loc).resolve() for loc in locations if loc]
-    paths.append(JAIL_DIR.parents[1])          # the project (or install) folder itself
+    paths.append(JAIL_DIR.parents[1])  # the project (or install) folder itself
     return paths
 
 
@@ -92,22 +94,42 @@ def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def bwrap_argv(bwrap: str, control_fd: int, warm: str = "full",
-               tmp_mb: int = Limits().tmp_mb) -> list[str]:
-    argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
-    for key, value in (("PATH", "/usr/bin:/bin"), ("LANG", "C.UTF-8"), ("HOME", "/tmp"),
-                       ("PYTHONDONTWRITEBYTECODE", "1"), ("OMP_NUM_THREADS", "1"),
-                       ("MKL_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1")):
+def bwrap_argv(bwrap: str, control_fd: int, warm: str = "full", tmp_mb: int = Limits().tmp_mb) -> list[str]:
+    argv = [
+        bwrap,
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+    ]
+    for key, value in (
+        ("PATH", "/usr/bin:/bin"),
+        ("LANG", "C.UTF-8"),
+        ("HOME", "/tmp"),
+        ("PYTHONDONTWRITEBYTECODE", "1"),
+        ("OMP_NUM_THREADS", "1"),
+        ("MKL_NUM_THREADS", "1"),
+        ("OPENBLAS_NUM_THREADS", "1"),
+    ):
         argv += ["--setenv", key, value]
     if os.geteuid() == 0:
-        for cap in ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN",
-                    "CAP_DAC_OVERRIDE", "CAP_FOWNER"):
+        for cap in (
+            "CAP_SYS_ADMIN",
+            "CAP_SETUID",
+            "CAP_SETGID",
+            "CAP_KILL",
+            "CAP_CHOWN",
+            "CAP_DAC_OVERRIDE",
+            "CAP_FOWNER",
+        ):
             argv += ["--cap-add", cap]
     else:
         # without root, bubblewrap needs a user namespace; the zygote keeps its capabilities there
-        argv += ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid()),
-                 "--cap-add", "ALL"]
+        argv += ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid()), "--cap-add", "ALL"]
     argv += ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = Path("/") / name
@@ -133,14 +155,25 @@ def bwrap_argv(bwrap: str, control_fd: int, warm: str = "full",
     for hidden in private_paths():
         for root in roots:
             if _is_within(hidden, root) and hidden.is_dir():
-                argv += ["--tmpfs", str(hidden)]       # masked: an empty, root-owned folder
+                argv += ["--tmpfs", str(hidden)]  # masked: an empty, root-owned folder
                 break
     for name in JAIL_FILES:
         argv += ["--ro-bind", str(JAIL_DIR / name), f"{IN_JAIL}/{name}"]
-    argv += ["--proc", "/proc", "--dev", "/dev",
-             "--perms", "0755", "--dir", "/submission", "--remount-ro", "/", "--chdir", "/"]
-    argv += [sys.executable, "-I", "-B", "-u", f"{IN_JAIL}/zygote.py", "bubblewrap", str(control_fd),
-             warm]
+    argv += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "0755",
+        "--dir",
+        "/submission",
+        "--remount-ro",
+        "/",
+        "--chdir",
+        "/",
+    ]
+    argv += [sys.executable, "-I", "-B", "-u", f"{IN_JAIL}/zygote.py", "bubblewrap", str(control_fd), warm]
     return argv
 
 
@@ -162,8 +195,12 @@ class Zygote:
         self._errors = tempfile.TemporaryFile(prefix="grader-zygote-")  # noqa: SIM115 - the zygote's stderr, for life
         bwrap = find_bwrap() if self.requested in ("auto", "bubblewrap") else None
         if self.requested == "bubblewrap" and bwrap is None:
-            raise ZygoteError(msg("GRADER_JAIL=bubblewrap but bwrap is not installed "
-                                  "(Debian/Ubuntu: apt-get install bubblewrap)"))
+            raise ZygoteError(
+                msg(
+                    "GRADER_JAIL=bubblewrap but bwrap is not installed "
+                    "(Debian/Ubuntu: apt-get install bubblewrap)"
+                )
+            )
         if bwrap is None and self.requested == "auto":
             self.warning = "bubblewrap (bwrap) is not installed."
         elif self.requested == "process":
@@ -177,17 +214,40 @@ class Zygote:
             argv = bwrap_argv(bwrap, child.fileno(), self.warm)
             env = {"PATH": "/usr/bin:/bin"}
         else:
-            argv = [sys.executable, "-I", "-B", "-u", str(JAIL_DIR / "zygote.py"), "process",
-                    str(child.fileno()), self.warm]
-            env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-                   "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                   "HOME": tempfile.gettempdir(), "TMPDIR": tempfile.gettempdir()}
+            argv = [
+                sys.executable,
+                "-I",
+                "-B",
+                "-u",
+                str(JAIL_DIR / "zygote.py"),
+                "process",
+                str(child.fileno()),
+                self.warm,
+            ]
+            env = {
+                "PATH": "/usr/bin:/bin",
+                "LANG": "C.UTF-8",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "OMP_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1",
+                "OPENBLAS_NUM_THREADS": "1",
+                "HOME": tempfile.gettempdir(),
+                "TMPDIR": tempfile.gettempdir(),
+            }
         self._errors.seek(0)
         self._errors.truncate()
         # no preexec_fn (unsafe in a threaded parent): subprocess does the fork and exec in C
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self._errors, pass_fds=[child.fileno()], env=env,
-                                     close_fds=True, start_new_session=True, cwd="/")
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._errors,
+            pass_fds=[child.fileno()],
+            env=env,
+            close_fds=True,
+            start_new_session=True,
+            cwd="/",
+        )
         child.close()
         self.sock = parent
         self.mode = mode
@@ -209,8 +269,10 @@ class Zygote:
                 self.warning = why
                 self.info = self._recv(timeout)
             if self.info.get("threads", 1) != 1:
-                self.warning = ((self.warning or "") + f" The zygote has {self.info['threads']} "
-                                "threads; forking it is not safe.").strip()
+                self.warning = (
+                    (self.warning or "") + f" The zygote has {self.info['threads']} "
+                    "threads; forking it is not safe."
+                ).strip()
         if self.warning and self.mode == "process":
             sys.stderr.write(WARNING.format(why=self.warning))
             sys.stderr.flush()
@@ -221,15 +283,16 @@ class Zygote:
         return self.proc is not None and self.proc.poll() is None and self.sock is not None
 
     def _recv(self, timeout: float) -> dict:
-        if self.sock is None:             # stopped: a start that failed, or closed
+        if self.sock is None:  # stopped: a start that failed, or closed
             raise ZygoteError(msg("the zygote is not running{stderr}", stderr=self._stderr()))
         self.sock.settimeout(timeout)
         try:
             data = self.sock.recv(1 << 16)
         except (TimeoutError, OSError) as exc:
             self._stop()
-            raise ZygoteError(msg("the zygote did not answer ({error}){stderr}", error=str(exc),
-                                  stderr=self._stderr())) from None
+            raise ZygoteError(
+                msg("the zygote did not answer ({error}){stderr}", error=str(exc), stderr=self._stderr())
+            ) from None
         if not data:
             self._stop()
             raise ZygoteError(msg("the zygote exited{stderr}", stderr=self._stderr()))
@@ -266,8 +329,11 @@ class Zygote:
         """Hand a spare jail its pipes; nobody waits for the answer. If the zygote cannot, it
         closes them: the grader then sees the jail's end of the pipe close, and `reap` says why.
         cpu: run the jail on this CPU only (the grader's own, while it waits on the jail)."""
-        self.call({"op": "spawn", "id": jail_id, "uid": uid, "gid": gid, "limits": limits, "cpu": cpu},
-                  fds, reply=False)
+        self.call(
+            {"op": "spawn", "id": jail_id, "uid": uid, "gid": gid, "limits": limits, "cpu": cpu},
+            fds,
+            reply=False,
+        )
 
     def kill(self, jail_id: int, wait: bool = True) -> dict | None:
         """SIGKILL a jail's PID 1. wait=False: the signal is sent by the zygote as it reads this
@@ -363,4 +429,3 @@ def shutdown() -> None:
         if _default is not None and _default.owner == os.getpid():
             _default.close()
         _default = None
-

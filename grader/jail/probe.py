@@ -5,24 +5,34 @@ hostile submission would try and reports, as plain data, what happened; the doct
 decides whether the jail held. Every attack is bounded (counts, sizes, timeouts) so that it is
 harmless even where no jail holds.
 """
+
 import errno
 import os
 import signal
 import socket
 import time
 
-_kept: list[socket.socket] = []   # sockets a stash keeps open for as long as the jail lives
+_kept: list[socket.socket] = []  # sockets a stash keeps open for as long as the jail lives
 
 
 def identity():
     with open("/proc/self/status") as f:
         status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
-    return {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
-            "cap_eff": status.get("CapEff", "").strip(), "cap_prm": status.get("CapPrm", "").strip(),
-            "cap_amb": status.get("CapAmb", "").strip(),
-            "no_new_privs": status.get("NoNewPrivs", "").strip(),
-            "seccomp": status.get("Seccomp", "").strip(), "pid": os.getpid(),
-            "hostname": socket.gethostname(), "env": sorted(os.environ), "cwd": os.getcwd()}
+    return {
+        "uid": os.getuid(),
+        "euid": os.geteuid(),
+        "gid": os.getgid(),
+        "groups": os.getgroups(),
+        "cap_eff": status.get("CapEff", "").strip(),
+        "cap_prm": status.get("CapPrm", "").strip(),
+        "cap_amb": status.get("CapAmb", "").strip(),
+        "no_new_privs": status.get("NoNewPrivs", "").strip(),
+        "seccomp": status.get("Seccomp", "").strip(),
+        "pid": os.getpid(),
+        "hostname": socket.gethostname(),
+        "env": sorted(os.environ),
+        "cwd": os.getcwd(),
+    }
 
 
 def exists(paths):
@@ -134,6 +144,7 @@ def network(tcp_port, abstract_name):
         def go():
             with socket.create_connection((host, port), timeout=1.0):
                 pass
+
         return go
 
     def udp():
@@ -147,10 +158,13 @@ def network(tcp_port, abstract_name):
             s.settimeout(1.0)
             s.connect("\0" + abstract_name)
 
-    return {"tcp-host-loopback": attempt(tcp("127.0.0.1", tcp_port)),
-            "tcp-internet": attempt(tcp("1.1.1.1", 53)), "udp-internet": attempt(udp),
-            "unix-abstract-host": attempt(unix),
-            "interfaces": [name for _, name in socket.if_nameindex()]}
+    return {
+        "tcp-host-loopback": attempt(tcp("127.0.0.1", tcp_port)),
+        "tcp-internet": attempt(tcp("1.1.1.1", 53)),
+        "udp-internet": attempt(udp),
+        "unix-abstract-host": attempt(unix),
+        "interfaces": [name for _, name in socket.if_nameindex()],
+    }
 
 
 def fork_many(n, seconds=3.0):
@@ -197,6 +211,7 @@ def forbidden(name):
     if pid == 0:
         try:
             import ctypes
+
             libc = ctypes.CDLL(None, use_errno=True)
             if name == "mount":
                 ok = libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, None) == 0
@@ -205,7 +220,7 @@ def forbidden(name):
             elif name == "chroot":
                 ok = libc.chroot(b"/tmp") == 0
             elif name == "ptrace-init":
-                ok = libc.ptrace(16, 1, 0, 0) == 0                # PTRACE_ATTACH to PID 1
+                ok = libc.ptrace(16, 1, 0, 0) == 0  # PTRACE_ATTACH to PID 1
             elif name == "setuid-root":
                 ok = libc.setuid(0) == 0
             else:
@@ -259,8 +274,11 @@ def stash(token, tcp_port):
 
 
 def look_for_stash(token, tcp_port):
-    found = [p for p, text in read(["/tmp/stash", "/dev/shm/stash",
-                                    os.path.expanduser("~/stash")]).items() if text and token in text]
+    found = [
+        p
+        for p, text in read(["/tmp/stash", "/dev/shm/stash", os.path.expanduser("~/stash")]).items()
+        if text and token in text
+    ]
     found += processes(token)["hits"]
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:

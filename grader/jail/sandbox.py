@@ -7,6 +7,7 @@ library and ctypes only. Everything here runs in a freshly forked child, before 
     -> private tmpfs for /tmp, /dev/shm and the submission's own files (then read-only)
     -> resource limits -> setgroups([]) -> gid -> uid -> no_new_privs -> seccomp filter
 """
+
 import ctypes
 import ctypes.util
 import os
@@ -15,8 +16,7 @@ import resource
 import struct
 
 libc = ctypes.CDLL(None, use_errno=True)
-libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
-                       ctypes.c_char_p]
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 
 CLONE_NEWNS = 0x00020000
@@ -27,8 +27,16 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWTIME = 0x00000080
-CLONE_NS_FLAGS = (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER
-                  | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME)
+CLONE_NS_FLAGS = (
+    CLONE_NEWNS
+    | CLONE_NEWCGROUP
+    | CLONE_NEWUTS
+    | CLONE_NEWIPC
+    | CLONE_NEWUSER
+    | CLONE_NEWPID
+    | CLONE_NEWNET
+    | CLONE_NEWTIME
+)
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -63,8 +71,11 @@ def setns(fd, nstype):
 def mount(source, target, fstype, flags, data=None):
     def enc(s):
         return s.encode() if isinstance(s, str) else s
-    _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)),
-           f"mount {fstype or ''} on {target}")
+
+    _check(
+        libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)),
+        f"mount {fstype or ''} on {target}",
+    )
 
 
 def prctl(option, arg2=0, arg3=0, arg4=0, arg5=0):
@@ -77,6 +88,7 @@ def sethostname(name):
 
 
 # -- a fresh PID namespace per fork -----------------------------------------------------------------
+
 
 class PidNamespaces:
     """Makes the next fork() land in a new PID namespace as its PID 1.
@@ -98,6 +110,7 @@ class PidNamespaces:
 
 
 # -- the jail's file system (inside bubblewrap's read-only root) -------------------------------------
+
 
 def private_namespaces():
     """Run as PID 1 of a new PID namespace, as root: its own mounts, network, IPC and host name,
@@ -127,8 +140,9 @@ def private_mounts(tmp_bytes: int):
     kib = max(tmp_bytes // 1024, 64)
     has_shm = os.path.isdir("/dev/shm")
     if has_shm:
-        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "size=16m,nr_inodes=256,mode=1777")
+        mount(
+            "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,nr_inodes=256,mode=1777"
+        )
     kept = _mounts_below("/tmp") if has_shm else []
     parked = []
     for i, point in enumerate(kept):
@@ -136,22 +150,27 @@ def private_mounts(tmp_bytes: int):
         os.mkdir(spot, 0o700)
         mount(point, spot, None, MS_BIND | MS_REC)
         parked.append(spot)
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-          f"size={kib}k,nr_inodes=4096,mode=1777")
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size={kib}k,nr_inodes=4096,mode=1777")
     for point, spot in zip(kept, parked, strict=True):
         os.makedirs(point, 0o755, exist_ok=True)
         mount(spot, point, None, MS_BIND | MS_REC)
         mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
         _check(libc.umount2(spot.encode(), MNT_DETACH), f"umount {spot}")
         os.rmdir(spot)
-    mount("tmpfs", "/submission", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-          "size=16m,nr_inodes=256,mode=755")
+    mount(
+        "tmpfs", "/submission", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,nr_inodes=256,mode=755"
+    )
 
 
 def resize_tmp(tmp_bytes: int):
     kib = max(tmp_bytes // 1024, 64)
-    mount(None, "/tmp", None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-          f"size={kib}k,nr_inodes=4096,mode=1777")
+    mount(
+        None,
+        "/tmp",
+        None,
+        MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+        f"size={kib}k,nr_inodes=4096,mode=1777",
+    )
 
 
 def seal_submission():
@@ -167,12 +186,13 @@ def write_files(root: str, files: dict):
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
 
 
 # -- limits and privileges ---------------------------------------------------------------------------
+
 
 def vm_size_bytes() -> int:
     with open("/proc/self/status") as f:
@@ -184,6 +204,7 @@ def vm_size_bytes() -> int:
 
 def apply_limits(limits: dict, set_nproc: bool):
     """RLIMIT_AS counts what is already mapped (torch's libraries): the learner gets memory_mb more."""
+
     def lim(which, value):
         value = int(value)
         resource.setrlimit(which, (value, value))
@@ -221,9 +242,9 @@ def drop_capabilities():
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     for cap in range(64):
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
-            break                                         # EINVAL: past the last capability
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)         # _LINUX_CAPABILITY_VERSION_3, this process
-    data = (ctypes.c_uint32 * 6)()                        # effective, permitted, inheritable: none
+            break  # EINVAL: past the last capability
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: none
     _check(libc.capset(header, data), "capset")
     with open("/proc/self/status") as f:
         status = f.read()
@@ -246,16 +267,51 @@ ENOSYS = 38
 
 # x86_64 numbers. Each of these kills the process (SIGSYS), which the grader reports as `sandbox`.
 DENIED_X86_64 = {
-    "ptrace": 101, "syslog": 103, "vhangup": 153, "pivot_root": 155,
-    "adjtimex": 159, "chroot": 161, "acct": 163, "settimeofday": 164, "mount": 165, "umount2": 166,
-    "swapon": 167, "swapoff": 168, "reboot": 169, "iopl": 172, "ioperm": 173, "init_module": 175,
-    "delete_module": 176, "quotactl": 179, "lookup_dcookie": 212, "clock_settime": 227,
-    "kexec_load": 246, "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272,
-    "perf_event_open": 298, "name_to_handle_at": 303, "open_by_handle_at": 304,
-    "clock_adjtime": 305, "setns": 308, "process_vm_readv": 310, "process_vm_writev": 311,
-    "finit_module": 313, "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323,
-    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
-    "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+    "ptrace": 101,
+    "syslog": 103,
+    "vhangup": 153,
+    "pivot_root": 155,
+    "adjtimex": 159,
+    "chroot": 161,
+    "acct": 163,
+    "settimeofday": 164,
+    "mount": 165,
+    "umount2": 166,
+    "swapon": 167,
+    "swapoff": 168,
+    "reboot": 169,
+    "iopl": 172,
+    "ioperm": 173,
+    "init_module": 175,
+    "delete_module": 176,
+    "quotactl": 179,
+    "lookup_dcookie": 212,
+    "clock_settime": 227,
+    "kexec_load": 246,
+    "add_key": 248,
+    "request_key": 249,
+    "keyctl": 250,
+    "unshare": 272,
+    "perf_event_open": 298,
+    "name_to_handle_at": 303,
+    "open_by_handle_at": 304,
+    "clock_adjtime": 305,
+    "setns": 308,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "finit_module": 313,
+    "kexec_file_load": 320,
+    "bpf": 321,
+    "userfaultfd": 323,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
     "mount_setattr": 442,
 }
 SYS_CLONE_X86_64, SYS_CLONE3_X86_64 = 56, 435
@@ -274,19 +330,19 @@ def _bpf_program():
 
     LD_W_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
     prog = [
-        stmt(LD_W_ABS, 4),                                  # seccomp_data.arch
+        stmt(LD_W_ABS, 4),  # seccomp_data.arch
         jump(JEQ, AUDIT_ARCH_X86_64, 1, 0),
-        stmt(RET, SECCOMP_RET_KILL_PROCESS),                # another ABI (i386 via int 0x80): no
-        stmt(LD_W_ABS, 0),                                  # seccomp_data.nr
+        stmt(RET, SECCOMP_RET_KILL_PROCESS),  # another ABI (i386 via int 0x80): no
+        stmt(LD_W_ABS, 0),  # seccomp_data.nr
         jump(JGE, X32_SYSCALL_BIT, 0, 1),
-        stmt(RET, SECCOMP_RET_KILL_PROCESS),                # the x32 ABI: no
+        stmt(RET, SECCOMP_RET_KILL_PROCESS),  # the x32 ABI: no
     ]
     for nr in sorted(DENIED_X86_64.values()):
         prog += [jump(JEQ, nr, 0, 1), stmt(RET, SECCOMP_RET_KILL_PROCESS)]
     prog += [jump(JEQ, SYS_CLONE3_X86_64, 0, 1), stmt(RET, SECCOMP_RET_ERRNO | ENOSYS)]
     prog += [
-        jump(JEQ, SYS_CLONE_X86_64, 0, 3),                  # clone: only without namespace flags
-        stmt(LD_W_ABS, 16),                                 # args[0], low 32 bits
+        jump(JEQ, SYS_CLONE_X86_64, 0, 3),  # clone: only without namespace flags
+        stmt(LD_W_ABS, 16),  # args[0], low 32 bits
         jump(JSET, CLONE_NS_FLAGS, 0, 1),
         stmt(RET, SECCOMP_RET_KILL_PROCESS),
         stmt(RET, SECCOMP_RET_ALLOW),

@@ -12,6 +12,7 @@ payload this file builds and checks:
     HANDLE  [id, type name] of an object that stays in the jail
 Decoding never creates any other kind of object: a MessagePack body cannot name a class.
 """
+
 import ctypes
 import math
 import struct
@@ -20,24 +21,31 @@ import msgpack
 import torch
 
 # the jail imports only this folder: these mirror grader/limits.py's JAIL_SIDE (held equal in tests)
-MAX_FRAME_BYTES = 512 * 1024 * 1024   # the most one message may carry, tensors included
-MAX_DEPTH = 32                        # nesting of lists, tuples and dicts a decoded value may have
-MAX_STRING = 64 * 1024                # exception messages and the like are cut to this
+MAX_FRAME_BYTES = 512 * 1024 * 1024  # the most one message may carry, tensors included
+MAX_DEPTH = 32  # nesting of lists, tuples and dicts a decoded value may have
+MAX_STRING = 64 * 1024  # exception messages and the like are cut to this
 
 DTYPES = {
-    "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-    "float64": torch.float64, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
-    "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
 }
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 ITEMSIZE = {k: torch.empty((), dtype=v).element_size() for k, v in DTYPES.items()}
-_CODES = list(DTYPES)                           # a dtype crosses as its index here
+_CODES = list(DTYPES)  # a dtype crosses as its index here
 _CODE_OF = {DTYPES[name]: i for i, name in enumerate(_CODES)}
 
 TENSOR, TUPLE, HANDLE = 1, 2, 3
-_TENSOR_HEAD = struct.Struct("<BBB")            # dtype code, is NumPy, number of dimensions
+_TENSOR_HEAD = struct.Struct("<BBB")  # dtype code, is NumPy, number of dimensions
 _LENGTH = struct.Struct(">Q")
-_PLAIN: tuple[type, ...] = (int, float, str, bytes, list, tuple, dict)   # what a subclass crosses as
+_PLAIN: tuple[type, ...] = (int, float, str, bytes, list, tuple, dict)  # what a subclass crosses as
 PREFIX_BYTES = _LENGTH.size
 
 
@@ -66,9 +74,9 @@ def encode(value, to_handle=None) -> bytes:
             return msgpack.ExtType(TUPLE, pack_nested(list(v)))
         if t is Handle:
             return msgpack.ExtType(HANDLE, pack_nested([v.id, v.type_name]))
-        if t is int:                                   # beyond 64 bits: crosses as a float
+        if t is int:  # beyond 64 bits: crosses as a float
             return _big_int(v)
-        for base in _PLAIN:                  # a subclass crosses as its plain value
+        for base in _PLAIN:  # a subclass crosses as its plain value
             if isinstance(v, base):
                 return base(v)
         tensor, is_numpy = _as_tensor(v)
@@ -79,20 +87,21 @@ def encode(value, to_handle=None) -> bytes:
             return msgpack.ExtType(HANDLE, pack_nested([h.id, h.type_name]))
         raise WireError(f"cannot send a {type(v).__name__}")
 
-    def pack_nested(v) -> bytes:      # a packer is not re-entrant: one of its own per extension
+    def pack_nested(v) -> bytes:  # a packer is not re-entrant: one of its own per extension
         return msgpack.packb(v, **options)
 
-    options = dict(default=default, strict_types=True, use_bin_type=True,
-                   unicode_errors="surrogatepass")
+    options = dict(default=default, strict_types=True, use_bin_type=True, unicode_errors="surrogatepass")
     try:
         body = msgpack.packb(value, **options)
     except WireError:
         raise
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:   # msgpack's refusals
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # msgpack's refusals
         raise WireError(f"cannot send this value: {exc}") from None
     if len(body) > MAX_FRAME_BYTES:
-        raise WireError(f"a value of {len(body):,} bytes is larger than the "
-                        f"{MAX_FRAME_BYTES:,} bytes one message may carry")
+        raise WireError(
+            f"a value of {len(body):,} bytes is larger than the "
+            f"{MAX_FRAME_BYTES:,} bytes one message may carry"
+        )
     return _LENGTH.pack(len(body)) + body
 
 
@@ -121,8 +130,9 @@ def decode(body: bytes, from_handle=None):
         raise WireError(f"unknown extension type {code}")
 
     def unpack(data):
-        return msgpack.unpackb(data, ext_hook=ext_hook, strict_map_key=False, raw=False,
-                               unicode_errors="surrogatepass")
+        return msgpack.unpackb(
+            data, ext_hook=ext_hook, strict_map_key=False, raw=False, unicode_errors="surrogatepass"
+        )
 
     try:
         value = unpack(body)
@@ -168,6 +178,7 @@ def _as_tensor(v):
         return v.detach().to("cpu").as_subclass(torch.Tensor), False
     if type(v).__module__ == "numpy" and hasattr(v, "dtype") and hasattr(v, "shape"):
         import numpy as np
+
         arr = np.asarray(v)
         if arr.dtype.kind not in "biuf":
             return None, False
@@ -186,13 +197,14 @@ def _tensor_ext(t: torch.Tensor, is_numpy: bool, budget: list) -> msgpack.ExtTyp
     n = t.numel() * t.element_size()
     budget[0] -= n
     if budget[0] < 0:
-        raise WireError(f"a value of more than {MAX_FRAME_BYTES:,} bytes is larger than one "
-                        "message may carry")
+        raise WireError(
+            f"a value of more than {MAX_FRAME_BYTES:,} bytes is larger than one message may carry"
+        )
     if t.is_neg() or t.is_conj():
         t = t.resolve_neg().resolve_conj()
     t = t.contiguous()
     head = _TENSOR_HEAD.pack(code, is_numpy, t.dim()) + struct.pack(f"<{t.dim()}q", *t.shape)
-    raw = ctypes.string_at(t.data_ptr(), n) if n else b""      # the bytes of a contiguous CPU tensor
+    raw = ctypes.string_at(t.data_ptr(), n) if n else b""  # the bytes of a contiguous CPU tensor
     return msgpack.ExtType(TENSOR, head + raw)
 
 
@@ -212,6 +224,6 @@ def _decode_tensor(data: bytes):
         raise WireError(f"tensor of shape {list(shape)} and dtype {name} does not fit {nbytes} bytes")
     if nbytes == 0:
         t = torch.empty(shape, dtype=DTYPES[name])
-    else:              # a buffer of this side's own: the tensor owns writable memory
+    else:  # a buffer of this side's own: the tensor owns writable memory
         t = torch.frombuffer(bytearray(memoryview(data)[start:]), dtype=DTYPES[name]).reshape(shape)
     return t.numpy() if is_numpy else t

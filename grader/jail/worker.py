@@ -5,6 +5,7 @@ imports only the standard library, torch and wire.py from its own folder. Everyt
 plain data or a handle; the grader decides the grade from that data and never trusts an object from
 here.
 """
+
 import errno
 import importlib.abc
 import importlib.util
@@ -13,9 +14,9 @@ import sys
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import wire  # noqa: E402  (after the path is set: the worker runs as a script)
+import wire
 
-PACKAGE = "submission"   # learner files are also importable as submission.<name>, for relative imports
+PACKAGE = "submission"  # learner files are also importable as submission.<name>, for relative imports
 
 
 class _LearnerLoader(importlib.abc.SourceLoader):
@@ -56,20 +57,21 @@ class LearnerFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname == PACKAGE:
             spec = importlib.util.spec_from_loader(fullname, loader=None, is_package=True)
+            assert spec is not None, "a loader-less package spec is always made"
             spec.submodule_search_locations = [self.root]
             return spec
         if fullname in self.names:
             file = os.path.join(self.root, fullname + ".py")
             return importlib.util.spec_from_file_location(fullname, file, loader=_LearnerLoader(file))
-        if fullname.startswith(PACKAGE + ".") and fullname[len(PACKAGE) + 1:] in self.names:
-            return importlib.util.spec_from_loader(fullname, _AliasLoader(fullname[len(PACKAGE) + 1:]))
+        if fullname.startswith(PACKAGE + ".") and fullname[len(PACKAGE) + 1 :] in self.names:
+            return importlib.util.spec_from_loader(fullname, _AliasLoader(fullname[len(PACKAGE) + 1 :]))
         return None
 
 
 class Worker:
     def __init__(self, root):
         self.root = root
-        self.objects = {}        # handle id -> learner object kept alive in the jail
+        self.objects = {}  # handle id -> learner object kept alive in the jail
         self.next_id = 1
 
     # -- handles -------------------------------------------------------------------------
@@ -86,10 +88,7 @@ class Worker:
 
     def resolve(self, target):
         """target: {"module": name} or {"handle": id}, plus an attribute path."""
-        if "module" in target:
-            obj = sys.modules[target["module"]]
-        else:
-            obj = self.objects[int(target["handle"])]
+        obj = sys.modules[target["module"]] if "module" in target else self.objects[int(target["handle"])]
         for name in target.get("path", []):
             obj = getattr(obj, name)
         return obj
@@ -98,7 +97,7 @@ class Worker:
     def op_import(self, req):
         sys.meta_path.insert(0, LearnerFinder(self.root, req["modules"]))
         sys.path.insert(0, self.root)
-        results = {}
+        results: dict[str, dict | None] = {}
         for name in req["modules"]:
             try:
                 importlib.import_module(name)
@@ -121,20 +120,28 @@ class Worker:
     def op_params(self, req):
         """Each parameter's name, shape and identity, so the grader can see tying and count."""
         import torch.nn as nn
+
         module = self.resolve(req["target"])
         if not isinstance(module, nn.Module):
             raise TypeError(f"{type(module).__name__} is not an nn.Module")
-        ids = {}
+        ids: dict[int, int] = {}
         rows = []
         for name, p in module.named_parameters(remove_duplicate=False):
             key = ids.setdefault(id(p), len(ids))
-            rows.append({"name": name, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", ""),
-                         "object": key})
+            rows.append(
+                {
+                    "name": name,
+                    "shape": list(p.shape),
+                    "dtype": str(p.dtype).replace("torch.", ""),
+                    "object": key,
+                }
+            )
         return rows
 
     def op_load(self, req):
         """Load the grader's weights by the attribute names of SPEC (the learner's init is not graded)."""
         import torch
+
         module = self.resolve(req["target"])
         state = req["state"]
         own = dict(module.named_parameters(remove_duplicate=False))
@@ -162,6 +169,7 @@ class Worker:
         """
         import torch
         import torch.nn.functional as F
+
         model = self.resolve(req["target"])
         data = req["data"].to(torch.int64)
         T, B = req["block_size"], req["batch_size"]
@@ -171,8 +179,8 @@ class Worker:
         model.train()
         for _ in range(req["steps"]):
             starts = torch.randint(len(data) - T, (B,), generator=gen)
-            x = torch.stack([data[i:i + T] for i in starts.tolist()])
-            y = torch.stack([data[i + 1:i + 1 + T] for i in starts.tolist()])
+            x = torch.stack([data[i : i + T] for i in starts.tolist()])
+            y = torch.stack([data[i + 1 : i + 1 + T] for i in starts.tolist()])
             out = model(x)
             logits = out[0] if isinstance(out, tuple) else out
             loss = F.cross_entropy(logits.reshape(B * T, -1).float(), y.reshape(B * T))
@@ -212,20 +220,31 @@ def describe(exc: BaseException) -> dict:
     # what happened is sent as flags: the grader words the message (in the learner's language)
     flags = {}
     try:
-        message = str(exc)[:wire.MAX_STRING]
+        message = str(exc)[: wire.MAX_STRING]
     except BaseException:  # noqa: BLE001 - a learner's exception may lie in __str__ too
         message, flags["unreadable"] = "", True
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
         flags["too_large"] = True
-    memory = isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM) or (
-        isinstance(exc, RuntimeError) and ("can't allocate memory" in message
-                                           or "not enough memory" in message))
+    memory = (
+        isinstance(exc, MemoryError)
+        or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM)
+        or (
+            isinstance(exc, RuntimeError)
+            and ("can't allocate memory" in message or "not enough memory" in message)
+        )
+    )
     try:
         type_name, mro = type(exc).__name__, [c.__name__ for c in type(exc).__mro__]
     except BaseException:  # noqa: BLE001
         type_name, mro = "Exception", ["Exception", "BaseException", "object"]
-    return {"type": str(type_name)[:200], "mro": [str(n)[:200] for n in mro[:32]],
-            "message": message, "where": where, "memory": memory, **flags}
+    return {
+        "type": str(type_name)[:200],
+        "mro": [str(n)[:200] for n in mro[:32]],
+        "message": message,
+        "where": where,
+        "memory": memory,
+        **flags,
+    }
 
 
 def read_exact(fd, n):
@@ -242,7 +261,7 @@ def read_exact(fd, n):
 def write_all(fd, data):
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 class Reader:
@@ -272,9 +291,18 @@ def answer(worker, body) -> bytes:
     try:
         return wire.encode({"ok": result}, to_handle=worker.to_handle)
     except wire.WireError as exc:
-        return wire.encode({"error": {
-            "type": "WireError", "mro": ["WireError", "Exception"], "where": None, "memory": False,
-            "message": str(exc), "unsendable": True}})
+        return wire.encode(
+            {
+                "error": {
+                    "type": "WireError",
+                    "mro": ["WireError", "Exception"],
+                    "where": None,
+                    "memory": False,
+                    "message": str(exc),
+                    "unsendable": True,
+                }
+            }
+        )
     except BaseException as exc:  # noqa: BLE001
         return wire.encode({"error": describe(exc)})
 
@@ -296,17 +324,30 @@ def rehearse():
     to every object it touches (reference counts): the first requests of a fresh jail cost a few
     times the later ones. Paid here, that cost is off the grader's critical path."""
     import torch
+
     worker = Worker("/nonexistent")
     module = worker.to_handle(torch.nn.Linear(4, 4))
     target = {"handle": module.id}
     requests = [
-        {"op": "call", "target": {"module": "torch", "path": ["neg"]}, "args": [torch.ones(2, 3)],
-         "kwargs": {}},
-        {"op": "call", "target": {"module": "torch", "path": ["nn", "Linear"]}, "args": [4, 4],
-         "kwargs": {"bias": True}},
+        {
+            "op": "call",
+            "target": {"module": "torch", "path": ["neg"]},
+            "args": [torch.ones(2, 3)],
+            "kwargs": {},
+        },
+        {
+            "op": "call",
+            "target": {"module": "torch", "path": ["nn", "Linear"]},
+            "args": [4, 4],
+            "kwargs": {"bias": True},
+        },
         {"op": "load", "target": target, "state": {"weight": torch.zeros(4, 4), "bias": torch.zeros(4)}},
-        {"op": "call", "target": target, "args": [torch.ones(2, 4, dtype=torch.float64).float()],
-         "kwargs": {}},
+        {
+            "op": "call",
+            "target": target,
+            "args": [torch.ones(2, 4, dtype=torch.float64).float()],
+            "kwargs": {},
+        },
         {"op": "params", "target": target},
         {"op": "state", "target": target},
         {"op": "missing", "module": "torch", "names": ["neg", "no_such_name"]},
@@ -315,11 +356,11 @@ def rehearse():
     ]
     for _ in range(2):
         for req in requests:
-            reply = answer(worker, wire.encode(req)[wire.PREFIX_BYTES:])
-            wire.decode(reply[wire.PREFIX_BYTES:])
+            reply = answer(worker, wire.encode(req)[wire.PREFIX_BYTES :])
+            wire.decode(reply[wire.PREFIX_BYTES :])
 
 
-ROOT = ""     # the submission's folder in the jail; set by the zygote before serving
+ROOT = ""  # the submission's folder in the jail; set by the zygote before serving
 
 
 def run(root, proto_in, proto_out, ready: dict, modules=(), names=None, after_ready=None):

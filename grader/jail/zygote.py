@@ -16,6 +16,7 @@ Each reply is {"ok": ...} or {"error": "..."}; a jail's end is {"exit"|"signal",
 In bubblewrap mode each fork is PID 1 of a new PID namespace and unshares mount, network, IPC and
 UTS namespaces before anything else: submissions never see each other, nor the zygote.
 """
+
 import json
 import os
 import signal
@@ -23,8 +24,13 @@ import socket
 import sys
 import time
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-             "VECLIB_MAXIMUM_THREADS"):
+for _var in (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+):
     os.environ[_var] = "1"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,7 +41,7 @@ import sandbox  # noqa: E402
 # the jail imports only this folder: these mirror grader/limits.py's JAIL_SIDE (held equal in tests)
 MAX_CONTROL = 1 << 16
 PREFAULT_BYTES = 16 << 20
-DEFAULT_TMP_MB = 256           # the spare mounts /tmp this size; a jail with other limits resizes it
+DEFAULT_TMP_MB = 256  # the spare mounts /tmp this size; a jail with other limits resizes it
 SUBMISSION = "/submission"
 
 
@@ -51,16 +57,17 @@ class Zygote:
         self.mode = mode
         self.control = control
         self.jails: dict[int, dict] = {}
-        self.dying: dict[int, dict] = {}          # killed, not yet reaped: pid -> record
-        self.spare: dict | None = None            # a jail forked ahead, waiting for its submission
-        self.failed: dict[int, str] = {}          # jail id -> why its spawn failed
+        self.dying: dict[int, dict] = {}  # killed, not yet reaped: pid -> record
+        self.spare: dict | None = None  # a jail forked ahead, waiting for its submission
+        self.failed: dict[int, str] = {}  # jail id -> why its spawn failed
         self.is_root = os.geteuid() == 0
         self.pidns = sandbox.PidNamespaces() if mode == "bubblewrap" else None
-        self.scratch: str | None = None           # process mode: the folder of the jails' folders
-        self.cpus = os.sched_getaffinity(0)          # where the zygote may run, as started
-        self.off_grader = self.cpus                   # the same, less the CPU the grader shares
+        self.scratch: str | None = None  # process mode: the folder of the jails' folders
+        self.cpus = os.sched_getaffinity(0)  # where the zygote may run, as started
+        self.off_grader = self.cpus  # the same, less the CPU the grader shares
         if mode == "process":
             import tempfile
+
             self.scratch = tempfile.mkdtemp(prefix="grader-jails-")
             os.chmod(self.scratch, 0o711)
 
@@ -68,7 +75,7 @@ class Zygote:
     def serve(self):
         while True:
             if self.spare is None:
-                self._make_spare()         # after the reply: the fork overlaps the grader's work
+                self._make_spare()  # after the reply: the fork overlaps the grader's work
             try:
                 data, fds, _flags, _addr = socket.recv_fds(self.control, MAX_CONTROL, 8)
             except InterruptedError:
@@ -209,8 +216,11 @@ class Zygote:
                 return {"exit": None, "cpu": 0.0, "killed": jail["killed"]}
         if got == 0:
             return None
-        result = {"cpu": round(usage.ru_utime + usage.ru_stime, 3), "maxrss_kb": usage.ru_maxrss,
-                  "killed": jail["killed"]}
+        result = {
+            "cpu": round(usage.ru_utime + usage.ru_stime, 3),
+            "maxrss_kb": usage.ru_maxrss,
+            "killed": jail["killed"],
+        }
         if os.WIFSIGNALED(status):
             result["signal"] = os.WTERMSIG(status)
         else:
@@ -230,7 +240,7 @@ class Zygote:
             return status
         jail["killed"] = True
         if not wait:
-            run_on(self.off_grader, jail["pid"])    # its exit runs off the grader's CPU
+            run_on(self.off_grader, jail["pid"])  # its exit runs off the grader's CPU
         try:
             os.kill(jail["pid"], signal.SIGKILL)
         except ProcessLookupError:
@@ -281,9 +291,15 @@ class Zygote:
                 return
             jail = known.get(pid)
             if jail is not None:
-                jail["status"] = {"cpu": 0.0, "killed": jail["killed"],
-                                  **({"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status)
-                                     else {"exit": os.WEXITSTATUS(status)})}
+                jail["status"] = {
+                    "cpu": 0.0,
+                    "killed": jail["killed"],
+                    **(
+                        {"signal": os.WTERMSIG(status)}
+                        if os.WIFSIGNALED(status)
+                        else {"exit": os.WEXITSTATUS(status)}
+                    ),
+                }
             elif pid in known:
                 self.spare = None
 
@@ -300,6 +316,7 @@ class Zygote:
     def _cleanup(self, jail):
         if jail.get("dir"):
             import shutil
+
             shutil.rmtree(jail["dir"], ignore_errors=True)
 
     def shutdown(self):
@@ -315,10 +332,12 @@ class Zygote:
         finally:
             if self.scratch:
                 import shutil
+
                 shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 # -- the jail's first process ---------------------------------------------------------------------------
+
 
 def spare_child(zygote: Zygote, sock: socket.socket):
     """A jail forked ahead of need: its own namespaces now, its submission when one is assigned."""
@@ -326,11 +345,11 @@ def spare_child(zygote: Zygote, sock: socket.socket):
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)     # an oversized write fails with EFBIG instead
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead
     problem = None
     try:
         if zygote.mode == "bubblewrap":
-            os.setsid()        # a session of its own: kill(0, ...) cannot reach the zygote's group
+            os.setsid()  # a session of its own: kill(0, ...) cannot reach the zygote's group
             sandbox.private_namespaces()
             sandbox.private_mounts(DEFAULT_TMP_MB * 1024 * 1024)
     except BaseException as exc:  # noqa: BLE001 - reported to the grader once a submission comes
@@ -340,6 +359,7 @@ def spare_child(zygote: Zygote, sock: socket.socket):
     # grader's critical path, instead of during the submission's first checks.
     import torch
     import worker
+
     warm_up(torch, full=False)
     try:
         worker.rehearse()
@@ -361,10 +381,11 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
     """Close the jail around this process, then serve the grader with the learner's code loaded."""
     import wire
     import worker
+
     proto_in, proto_out, output = fds
     limits = msg["limits"]
     cpu = msg.get("cpu")
-    run_on(zygote.besides(cpu))     # set up beside the grader, which meanwhile collects its tests
+    run_on(zygote.besides(cpu))  # set up beside the grader, which meanwhile collects its tests
     try:
         if problem is not None:
             raise problem
@@ -391,13 +412,24 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
         os.dup2(output, 2)
         sandbox.close_fds_except([0, 1, 2, proto_in, proto_out])
         os.environ.clear()
-        os.environ.update({"PATH": "/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "LANG": "C.UTF-8",
-                           "USER": "learner", "LOGNAME": "learner", "PYTHONHASHSEED": "0",
-                           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                           "OPENBLAS_NUM_THREADS": "1"})
+        os.environ.update(
+            {
+                "PATH": "/usr/bin:/bin",
+                "HOME": tmp,
+                "TMPDIR": tmp,
+                "LANG": "C.UTF-8",
+                "USER": "learner",
+                "LOGNAME": "learner",
+                "PYTHONHASHSEED": "0",
+                "OMP_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1",
+                "OPENBLAS_NUM_THREADS": "1",
+            }
+        )
         import tempfile
+
         tempfile.tempdir = tmp
-        sandbox.apply_limits(limits, set_nproc=zygote.is_root)     # a uid of its own when root
+        sandbox.apply_limits(limits, set_nproc=zygote.is_root)  # a uid of its own when root
         if zygote.is_root:
             sandbox.drop_privileges(int(msg["uid"]), int(msg["gid"]))
         else:
@@ -405,20 +437,42 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
         sandbox.no_new_privs()
         seccomp = sandbox.install_seccomp()
         os.chdir(root)
-        ready = {"ready": True, "uid": os.getuid(), "seccomp": seccomp, "pid": os.getpid(),
-                 "threads": thread_count()}
+        ready = {
+            "ready": True,
+            "uid": os.getuid(),
+            "seccomp": seccomp,
+            "pid": os.getpid(),
+            "threads": thread_count(),
+        }
     except BaseException as exc:  # noqa: BLE001 - the jail is not closed: run nothing, say why
         try:
-            worker.write_all(proto_out, wire.encode({"error": {
-                "type": "JailSetupError", "mro": ["JailSetupError"], "where": None,
-                "message": f"{type(exc).__name__}: {exc}"}}))
+            worker.write_all(
+                proto_out,
+                wire.encode(
+                    {
+                        "error": {
+                            "type": "JailSetupError",
+                            "mro": ["JailSetupError"],
+                            "where": None,
+                            "message": f"{type(exc).__name__}: {exc}",
+                        }
+                    }
+                ),
+            )
         finally:
             os._exit(72)
     # Only now, with the jail closed, does learner code run: the import, and the answers after.
     # Until the ready reply the jail works beside the grader (which starts its hidden tests
     # meanwhile); from then on they take turns, on one CPU.
-    worker.run(root, proto_in, proto_out, ready, modules, names,
-               after_ready=(lambda: run_on({int(cpu)})) if cpu is not None else None)
+    worker.run(
+        root,
+        proto_in,
+        proto_out,
+        ready,
+        modules,
+        names,
+        after_ready=(lambda: run_on({int(cpu)})) if cpu is not None else None,
+    )
     os._exit(0)
 
 
@@ -442,6 +496,7 @@ def warm_up(torch, full: bool):
     import torch.nn as nn
     import torch.nn.functional as F
     import wire
+
     torch.manual_seed(0)
     for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
         x = torch.randn(2, 2, 5, 8).to(dtype)
@@ -456,9 +511,10 @@ def warm_up(torch, full: bool):
         torch.softmax(scores.float(), dim=-1)
         y.transpose(1, 2).reshape(2, 5, 16).contiguous()
         torch.allclose(y.double(), y.double())
-        wire.decode(wire.encode({"y": y, "n": [1, 2.5, "s"], "t": (y, None)})[wire.PREFIX_BYTES:])
-    model = nn.Sequential(nn.Embedding(16, 8), nn.LayerNorm(8), nn.Linear(8, 32), nn.GELU(),
-                          nn.Dropout(0.1), nn.Linear(32, 16))
+        wire.decode(wire.encode({"y": y, "n": [1, 2.5, "s"], "t": (y, None)})[wire.PREFIX_BYTES :])
+    model = nn.Sequential(
+        nn.Embedding(16, 8), nn.LayerNorm(8), nn.Linear(8, 32), nn.GELU(), nn.Dropout(0.1), nn.Linear(32, 16)
+    )
     with torch.no_grad():
         nn.Linear(64, 64).weight.copy_(torch.zeros(64, 64))
     model(torch.randint(16, (2, 6)))
@@ -486,10 +542,11 @@ def main():
     sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 1)
     # glibc: tensors up to 64 MiB come from the heap, and freed heap memory is kept, so that
     # the pages a spare faults in ahead of time are the ones its submission's tensors reuse
-    sandbox.libc.mallopt(-3, 64 << 20)          # M_MMAP_THRESHOLD
-    sandbox.libc.mallopt(-1, 512 << 20)         # M_TRIM_THRESHOLD
+    sandbox.libc.mallopt(-3, 64 << 20)  # M_MMAP_THRESHOLD
+    sandbox.libc.mallopt(-1, 512 << 20)  # M_TRIM_THRESHOLD
     t0 = time.monotonic()
     import torch
+
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     import encodings.idna  # noqa: F401  (sockets import it lazily; a jail's uid may not read it)
@@ -497,23 +554,37 @@ def main():
     import numpy  # noqa: F401  (warm for learners who use it)
     import wire  # noqa: F401
     import worker  # noqa: F401
+
     t1 = time.monotonic()
     warm_up(torch, full_warm_up)
     t2 = time.monotonic()
     import gc
-    gc.freeze()        # the collector of a jail then never walks (and so never copies) these pages
+
+    gc.freeze()  # the collector of a jail then never walks (and so never copies) these pages
     zygote = Zygote(mode, control)
-    control.sendall(json.dumps({"ok": {"ready": True, "mode": mode, "threads": thread_count(),
-                                       "uid": os.getuid(), "pid": os.getpid(),
-                                       "seccomp": sandbox.seccomp_supported(),
-                                       "import_s": round(t1 - t0, 3), "warm_up_s": round(t2 - t1, 3),
-                                       "cpu_s": round(time.process_time(), 3)}}).encode())
+    control.sendall(
+        json.dumps(
+            {
+                "ok": {
+                    "ready": True,
+                    "mode": mode,
+                    "threads": thread_count(),
+                    "uid": os.getuid(),
+                    "pid": os.getpid(),
+                    "seccomp": sandbox.seccomp_supported(),
+                    "import_s": round(t1 - t0, 3),
+                    "warm_up_s": round(t2 - t1, 3),
+                    "cpu_s": round(time.process_time(), 3),
+                }
+            }
+        ).encode()
+    )
     try:
         zygote.serve()
     except SystemExit:
         pass
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)     # finish the clean-up once begun
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # finish the clean-up once begun
         zygote.shutdown()
 
 

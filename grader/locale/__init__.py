@@ -13,6 +13,7 @@ msgid without a translation falls back to English. `python -m grader.locale upda
 every msgid from the sources (the same extractor `pybabel extract -F babel.cfg` uses) and merges
 it into the catalogs; the test suite fails on any msgid that has no zh-TW translation.
 """
+
 from __future__ import annotations
 
 import io
@@ -28,7 +29,7 @@ LOCALE_DIR = Path(__file__).parent
 DOMAIN = "grader"
 LANGS = ("en", "zh-TW")
 DEFAULT_LANG = "en"
-MAX_PARAM = MESSAGE_CHARS      # a learner's text inside a message is capped like a message
+MAX_PARAM = MESSAGE_CHARS  # a learner's text inside a message is capped like a message
 
 
 def N_(template: str) -> str:
@@ -37,6 +38,7 @@ def N_(template: str) -> str:
 
 
 # -- languages ----------------------------------------------------------------------------------
+
 
 def normalize_lang(lang: str | None) -> str:
     """'zh-TW', 'zh_TW.UTF-8', 'zh_Hant', 'zh' -> 'zh-TW'; anything else -> 'en'."""
@@ -51,7 +53,7 @@ def lang_from_env(environ=None) -> str:
     environ = os.environ if environ is None else environ
     locale = next((environ[v] for v in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(v)), "")
     if not locale or locale in ("C", "POSIX") or locale.startswith("C."):
-        return DEFAULT_LANG              # the C locale: no translation, LANGUAGE is ignored too
+        return DEFAULT_LANG  # the C locale: no translation, LANGUAGE is ignored too
     language = environ.get("LANGUAGE")
     return normalize_lang((language or locale).split(":")[0])
 
@@ -64,6 +66,7 @@ def po_path(lang: str) -> Path:
 def catalog(lang: str):
     """The Babel Catalog of `lang`'s .po file (None for English, the source language)."""
     from babel.messages.pofile import read_po
+
     lang = normalize_lang(lang)
     path = po_path(lang)
     if lang == DEFAULT_LANG or not path.exists():
@@ -77,11 +80,12 @@ def translations(lang: str):
     """gettext Translations for `lang`, compiled in memory from its .po file with Babel."""
     from babel.messages.mofile import write_mo
     from babel.support import NullTranslations, Translations
+
     cat = catalog(lang)
     if cat is None:
         return NullTranslations()
     buf = io.BytesIO()
-    write_mo(buf, cat)                # fuzzy entries are left out, as msgfmt does
+    write_mo(buf, cat)  # fuzzy entries are left out, as msgfmt does
     buf.seek(0)
     return Translations(buf, domain=DOMAIN)
 
@@ -101,6 +105,7 @@ def has_translation(msgid: str, lang: str) -> bool:
 
 
 # -- messages -----------------------------------------------------------------------------------
+
 
 class Message(str):
     """English text that remembers its msgid and params, so it can be shown in another language."""
@@ -135,8 +140,9 @@ class Message(str):
 
     @classmethod
     def from_data(cls, data: dict) -> Message:
-        params = {k: (cls.from_data(v) if _is_message_data(v) else v)
-                  for k, v in (data.get("params") or {}).items()}
+        params = {
+            k: (cls.from_data(v) if _is_message_data(v) else v) for k, v in (data.get("params") or {}).items()
+        }
         return cls(str(data["id"]), params, bool(data.get("cap")))
 
 
@@ -145,10 +151,11 @@ def message_fields(message, limit: int = MAX_PARAM) -> dict:
     a Message its `message_id` and `message_params`, from which a report renders any language."""
     if isinstance(message, Message):
         data = message.to_data()
-        if data.get("cap"):                  # sentence case: keep it as a wrapped message
+        if data.get("cap"):  # sentence case: keep it as a wrapped message
             data = {"id": "{text}", "params": {"text": data}}
-        return dict(message=str.__str__(message)[:limit], message_id=data["id"],
-                    message_params=data["params"])
+        return dict(
+            message=str.__str__(message)[:limit], message_id=data["id"], message_params=data["params"]
+        )
     return dict(message=str(message)[:limit])
 
 
@@ -197,10 +204,10 @@ def _freeze(value):
     if isinstance(value, str):
         return str(value)[:MAX_PARAM]
     if isinstance(value, tuple):
-        return str(value)[:MAX_PARAM]              # shown as Python shows a shape: (2, 3)
+        return str(value)[:MAX_PARAM]  # shown as Python shows a shape: (2, 3)
     if isinstance(value, list):
         return [_freeze(v) for v in value]
-    item = getattr(value, "item", None)            # numpy / torch scalars
+    item = getattr(value, "item", None)  # numpy / torch scalars
     if callable(item):
         try:
             got = item()
@@ -252,11 +259,11 @@ def _render(msgid: str, params: dict, lang: str, cap: bool = False) -> str:
     try:
         text = _Formatter(lang).vformat(template, (), params) if params or "{" in template else template
     except (ValueError, IndexError, KeyError, AttributeError):
-        try:       # a broken translation must never hide the message: fall back to English
+        try:  # a broken translation must never hide the message: fall back to English
             text = _Formatter(lang).vformat(msgid, (), params)
         except (ValueError, IndexError, KeyError, AttributeError):
             text = msgid
-    text = text.strip()            # an empty optional part ("... {hint}") leaves no trailing space
+    text = text.strip()  # an empty optional part ("... {hint}") leaves no trailing space
     if cap and lang == DEFAULT_LANG and text[:1].islower():
         text = text[:1].upper() + text[1:]
     return text
@@ -282,6 +289,7 @@ def translate(text: str, lang: str) -> str:
 
 
 # -- numbers as the reports show them --------------------------------------------------------------
+
 
 def number(value, digits: int = 4) -> str:
     """A float for people: 4.6052, 0.0312, 1.2e-07, NaN, inf."""

@@ -1,9 +1,10 @@
 """Keep the message catalogs in step with the sources.
 
-    python -m grader.locale update   extract every msgid, write grader.pot, merge it into each .po
-                                     (new msgids get an empty translation, to be filled in)
-    python -m grader.locale check    exit 1 listing the msgids that have no zh-TW translation
+python -m grader.locale update   extract every msgid, write grader.pot, merge it into each .po
+                                 (new msgids get an empty translation, to be filled in)
+python -m grader.locale check    exit 1 listing the msgids that have no zh-TW translation
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,6 +29,7 @@ def update() -> None:
                 catalog = read_po(f, locale=lang.replace("-", "_"))
         else:
             from babel.messages.catalog import Catalog
+
             catalog = Catalog(locale=lang.replace("-", "_"), domain="grader")
         catalog.update(template, no_fuzzy_matching=True)
         catalog.obsolete.clear()

@@ -10,6 +10,7 @@
 Report templates (`reports/templates/*.j2`) are read with Jinja2's own Babel extractor, which
 finds their `_("...")` calls.
 """
+
 from __future__ import annotations
 
 import ast
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-KEYWORDS = ("msg", "N_", "_", "t")   # t: report chrome, reports/view.py
+KEYWORDS = ("msg", "N_", "_", "t")  # t: report chrome, reports/view.py
 PYTHON_SOURCES = ("grader/**/*.py", "reports/**/*.py", "exercises/*/hidden/*.py")
 TEMPLATE_SOURCES = ("reports/templates/*.j2",)
 
@@ -50,7 +51,7 @@ def extract_messages(fileobj, keywords, comment_tags, options):
             continue
         name = _name(node.func)
         if name in KEYWORDS and node.args and (text := _literal(node.args[0])) is not None:
-            yield node.lineno, None, text, []           # funcname None: Babel takes it as is
+            yield node.lineno, None, text, []  # funcname None: Babel takes it as is
         elif name == "check":
             for kw in node.keywords:
                 if kw.arg == "title" and (text := _literal(kw.value)):
@@ -62,9 +63,12 @@ def dynamic_calls(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     bad = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _name(node.func) in ("msg", "N_") and (
-                not node.args or _literal(node.args[0]) is None):
-                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+        if (
+            isinstance(node, ast.Call)
+            and _name(node.func) in ("msg", "N_")
+            and (not node.args or _literal(node.args[0]) is None)
+        ):
+            bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     return bad
 
 
@@ -89,6 +93,7 @@ def template_files() -> list[Path]:
 def collect() -> dict[str, Extracted]:
     """msgid -> where it occurs, over every source the grader shows text from."""
     from jinja2.ext import babel_extract
+
     found: dict[str, Extracted] = {}
 
     def add(msgid, path, lineno, comments):
@@ -113,11 +118,13 @@ def collect() -> dict[str, Extracted]:
 def template_catalog():
     """The extracted msgids as a Babel Catalog (the .pot)."""
     from babel.messages.catalog import Catalog
-    cat = Catalog(project="gpt-bughunt-grader", domain="grader", fuzzy=False,
-                  msgid_bugs_address="course staff")
+
+    cat = Catalog(
+        project="gpt-bughunt-grader", domain="grader", fuzzy=False, msgid_bugs_address="course staff"
+    )
     for entry in collect().values():
         message = cat.add(entry.msgid, locations=entry.locations, auto_comments=entry.comments)
-        message.flags.discard("python-format")         # templates use {name}, not %(name)s
+        message.flags.discard("python-format")  # templates use {name}, not %(name)s
         if "{" in entry.msgid:
             message.flags.add("python-brace-format")
     return cat

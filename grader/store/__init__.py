@@ -1,4 +1,5 @@
 """The gradebook store: SQLAlchemy 2 over SQLite (default) or PostgreSQL, schema under Alembic."""
+
 from grader.store.gradebook import (
     CurrentGrade,
     Gradebook,
@@ -10,5 +11,13 @@ from grader.store.gradebook import (
     redact,
 )
 
-__all__ = ["CurrentGrade", "Gradebook", "Incoming", "Outcome", "StoreError", "StoredSubmission",
-           "normalize_url", "redact"]
+__all__ = [
+    "CurrentGrade",
+    "Gradebook",
+    "Incoming",
+    "Outcome",
+    "StoreError",
+    "StoredSubmission",
+    "normalize_url",
+    "redact",
+]

@@ -1,4 +1,5 @@
 """Opening a gradebook's database: a URL or a SQLite file path, the SQLite settings, its errors."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,9 +21,9 @@ def normalize_url(db: str) -> str:
     if "://" not in db:
         return "sqlite:///" + str(Path(db).expanduser().resolve())
     if db.startswith("postgres://"):
-        db = "postgresql://" + db[len("postgres://"):]
+        db = "postgresql://" + db[len("postgres://") :]
     if db.startswith("postgresql://"):
-        db = "postgresql+psycopg://" + db[len("postgresql://"):]
+        db = "postgresql+psycopg://" + db[len("postgresql://") :]
     return db
 
 
@@ -63,11 +64,12 @@ def make_engine(db: str) -> Engine:
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record):
             cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")      # readers never block the writer
+            cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
             cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA synchronous=NORMAL")     # WAL: durable across a killed process
+            cursor.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a killed process
             cursor.close()
+
         return engine
     try:
         return create_engine(url, pool_pre_ping=True)

@@ -5,6 +5,7 @@ writer waits instead of failing), PostgreSQL by URL (psycopg 3). Opening a grade
 schema in place (Alembic). Grades go in and come out as the pydantic `Grade` of grader.models:
 nothing is re-parsed from text.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,9 +35,11 @@ from grader.store.schema import (
 
 # -- what goes in -------------------------------------------------------------------------------
 
+
 @dataclass
 class Incoming:
     """One learner's submission as a batch found it in SOURCE."""
+
     learner: str
     files: dict[str, bytes]
     name: str | None = None
@@ -44,7 +47,7 @@ class Incoming:
     layout: str = "folder"
     origin: str = ""
     late: bool = False
-    problem: str | None = None           # why it cannot be graded (symlink, too large, ...)
+    problem: str | None = None  # why it cannot be graded (symlink, too large, ...)
     submitted_at: datetime | None = None
 
     @property
@@ -60,7 +63,8 @@ class Incoming:
 @dataclass
 class Outcome:
     """One grading, as a worker reports it: the Grade and how it went."""
-    status: str                          # graded, unreadable, error
+
+    status: str  # graded, unreadable, error
     grade: Grade
     worker: str = ""
     started_at: datetime | None = None
@@ -76,7 +80,7 @@ class StoredSubmission:
     digest: str
     files: dict[str, bytes] = field(default_factory=dict)
     problem: str | None = None
-    current: bool = True                 # the learner's latest submission for this exercise
+    current: bool = True  # the learner's latest submission for this exercise
 
 
 @dataclass
@@ -99,6 +103,7 @@ class CurrentGrade:
 
 # -- the gradebook --------------------------------------------------------------------------------
 
+
 class Gradebook:
     def __init__(self, db: str, *, create: bool = True):
         """Open (and upgrade) the gradebook `db`; with create=False a SQLite file that does not
@@ -116,8 +121,9 @@ class Gradebook:
             raise StoreError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - failing to open or migrate: a StoreError naming it
             self.engine.dispose()
-            raise StoreError(f"cannot open the gradebook {redact(self.url)}: "
-                             f"{type(exc).__name__}: {exc}") from None
+            raise StoreError(
+                f"cannot open the gradebook {redact(self.url)}: {type(exc).__name__}: {exc}"
+            ) from None
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @property
@@ -145,7 +151,7 @@ class Gradebook:
             s.add(row)
             try:
                 s.commit()
-            except IntegrityError:              # another writer made it first
+            except IntegrityError:  # another writer made it first
                 s.rollback()
                 made = s.scalar(select(ExerciseVersion.id).filter_by(name=name, version=version))
                 assert made is not None  # committed by that other writer
@@ -165,8 +171,11 @@ class Gradebook:
         ids: list[int] = []
         with self.sessions() as s:
             keys = {i.learner for i in incoming}
-            learners = ({row.key: row for row in s.scalars(select(Learner).where(Learner.key.in_(keys)))}
-                        if keys else {})
+            learners = (
+                {row.key: row for row in s.scalars(select(Learner).where(Learner.key.in_(keys)))}
+                if keys
+                else {}
+            )
             for inc in incoming:
                 learner = learners.get(inc.learner)
                 if learner is None:
@@ -177,15 +186,26 @@ class Gradebook:
                     learner.name = inc.name or learner.name
                     learner.email = inc.email or learner.email
                 digest = inc.digest
-                sub = s.scalar(select(Submission).filter_by(learner_id=learner.id, exercise=exercise,
-                                                            digest=digest))
+                sub = s.scalar(
+                    select(Submission).filter_by(learner_id=learner.id, exercise=exercise, digest=digest)
+                )
                 if sub is None:
-                    sub = Submission(learner_id=learner.id, exercise=exercise, digest=digest,
-                                     layout=inc.layout, origin=inc.origin, late=inc.late,
-                                     problem=inc.problem, submitted_at=inc.submitted_at,
-                                     first_seen_at=now, last_seen_at=now,
-                                     files=[SubmissionFile(name=n, content=data, size=len(data))
-                                            for n, data in sorted(inc.files.items())])
+                    sub = Submission(
+                        learner_id=learner.id,
+                        exercise=exercise,
+                        digest=digest,
+                        layout=inc.layout,
+                        origin=inc.origin,
+                        late=inc.late,
+                        problem=inc.problem,
+                        submitted_at=inc.submitted_at,
+                        first_seen_at=now,
+                        last_seen_at=now,
+                        files=[
+                            SubmissionFile(name=n, content=data, size=len(data))
+                            for n, data in sorted(inc.files.items())
+                        ],
+                    )
                     s.add(sub)
                     s.flush()
                 else:
@@ -196,28 +216,45 @@ class Gradebook:
             s.commit()
         return ids
 
-    def submissions(self, exercise: str, ids: list[int] | None = None, *,
-                    with_files: bool = True) -> list[StoredSubmission]:
+    def submissions(
+        self, exercise: str, ids: list[int] | None = None, *, with_files: bool = True
+    ) -> list[StoredSubmission]:
         """Stored submissions of an exercise (all of them, or these ids), oldest first."""
         with self.sessions() as s:
-            q = (select(Submission, Learner).join(Learner).where(Submission.exercise == exercise)
-                 .order_by(Submission.id))
+            q = (
+                select(Submission, Learner)
+                .join(Learner)
+                .where(Submission.exercise == exercise)
+                .order_by(Submission.id)
+            )
             if with_files:
                 q = q.options(selectinload(Submission.files))
             if ids is not None:
                 q = q.where(Submission.id.in_(ids))
             rows = s.execute(q).all()
             current = self._current_ids(s, exercise)
-            return [StoredSubmission(id=sub.id, learner=who.key, name=who.name, exercise=exercise,
-                                     digest=sub.digest, problem=sub.problem, current=sub.id in current,
-                                     files={f.name: f.content for f in sub.files} if with_files else {})
-                    for sub, who in rows]
+            return [
+                StoredSubmission(
+                    id=sub.id,
+                    learner=who.key,
+                    name=who.name,
+                    exercise=exercise,
+                    digest=sub.digest,
+                    problem=sub.problem,
+                    current=sub.id in current,
+                    files={f.name: f.content for f in sub.files} if with_files else {},
+                )
+                for sub, who in rows
+            ]
 
     @staticmethod
     def _current_ids(s: Session, exercise: str) -> set[int]:
         """Each learner's current submission: the one seen most recently (newest on a tie)."""
-        rows = s.execute(select(Submission.id, Submission.learner_id, Submission.last_seen_at)
-                         .where(Submission.exercise == exercise)).all()
+        rows = s.execute(
+            select(Submission.id, Submission.learner_id, Submission.last_seen_at).where(
+                Submission.exercise == exercise
+            )
+        ).all()
         best: dict[int, tuple] = {}
         for sid, lid, seen in rows:
             if lid not in best or (seen, sid) > best[lid]:
@@ -233,41 +270,77 @@ class Gradebook:
         with self.sessions() as s:
             done: set[int] = set()
             for i in range(0, len(submission_ids), 500):
-                chunk = submission_ids[i:i + 500]
-                done |= set(s.scalars(select(GradeRun.submission_id).where(
-                    GradeRun.exercise_id == version_id, GradeRun.submission_id.in_(chunk),
-                    GradeRun.status.in_(FINAL_STATUSES))))
+                chunk = submission_ids[i : i + 500]
+                done |= set(
+                    s.scalars(
+                        select(GradeRun.submission_id).where(
+                            GradeRun.exercise_id == version_id,
+                            GradeRun.submission_id.in_(chunk),
+                            GradeRun.status.in_(FINAL_STATUSES),
+                        )
+                    )
+                )
             return done
 
-    def record(self, submission_id: int, version_id: int, outcome: Outcome, *,
-               batch_id: int | None = None, force: bool = False) -> int | None:
+    def record(
+        self,
+        submission_id: int,
+        version_id: int,
+        outcome: Outcome,
+        *,
+        batch_id: int | None = None,
+        force: bool = False,
+    ) -> int | None:
         """Store one grade run as it arrives (its own transaction). Returns its id, or None when a
         final grade for this submission and version is there already and force is off (a second
         writer got there first): grades are never duplicated."""
         g = outcome.grade
         with self.sessions() as s:
-            runs = s.execute(select(GradeRun.attempt, GradeRun.status).where(
-                GradeRun.submission_id == submission_id, GradeRun.exercise_id == version_id)).all()
+            runs = s.execute(
+                select(GradeRun.attempt, GradeRun.status).where(
+                    GradeRun.submission_id == submission_id, GradeRun.exercise_id == version_id
+                )
+            ).all()
             if not force and outcome.status in FINAL_STATUSES and any(st in FINAL_STATUSES for _, st in runs):
                 return None
             run = GradeRun(
-                submission_id=submission_id, exercise_id=version_id,
-                attempt=max((a for a, _ in runs), default=0) + 1, batch_id=batch_id,
-                status=outcome.status, passed=g.passed, score=g.score, max_score=g.max_score,
-                error_kind=g.error.kind if g.error else None, grade=g.model_dump(),
-                isolation=g.isolation, grader_version=g.grader_version, worker=outcome.worker,
-                duration_s=g.duration_s, started_at=outcome.started_at,
+                submission_id=submission_id,
+                exercise_id=version_id,
+                attempt=max((a for a, _ in runs), default=0) + 1,
+                batch_id=batch_id,
+                status=outcome.status,
+                passed=g.passed,
+                score=g.score,
+                max_score=g.max_score,
+                error_kind=g.error.kind if g.error else None,
+                grade=g.model_dump(),
+                isolation=g.isolation,
+                grader_version=g.grader_version,
+                worker=outcome.worker,
+                duration_s=g.duration_s,
+                started_at=outcome.started_at,
                 finished_at=outcome.finished_at or utcnow(),
-                checks=[CheckRow(position=i, check_id=c.id, passed=c.passed, points=c.points,
-                                 max_points=c.max_points, rule=c.rule, day=c.day)
-                        for i, c in enumerate(g.checks)],
-                diagnoses=[DiagnosisRow(position=i, rule=d.rule, day=d.day, mutant=d.mutant,
-                                        check_id=d.check)
-                           for i, d in enumerate(g.diagnosis)])
+                checks=[
+                    CheckRow(
+                        position=i,
+                        check_id=c.id,
+                        passed=c.passed,
+                        points=c.points,
+                        max_points=c.max_points,
+                        rule=c.rule,
+                        day=c.day,
+                    )
+                    for i, c in enumerate(g.checks)
+                ],
+                diagnoses=[
+                    DiagnosisRow(position=i, rule=d.rule, day=d.day, mutant=d.mutant, check_id=d.check)
+                    for i, d in enumerate(g.diagnosis)
+                ],
+            )
             s.add(run)
             try:
                 s.commit()
-            except IntegrityError:               # the same attempt, written by another process
+            except IntegrityError:  # the same attempt, written by another process
                 s.rollback()
                 return None
             return run.id
@@ -278,11 +351,12 @@ class Gradebook:
         return Grade.model_validate(run.grade)
 
     def _run_query(self):
-        return (select(GradeRun, Submission, Learner, ExerciseVersion)
-                .join(Submission, GradeRun.submission_id == Submission.id)
-                .join(Learner, Submission.learner_id == Learner.id)
-                .join(ExerciseVersion, GradeRun.exercise_id == ExerciseVersion.id)
-                )
+        return (
+            select(GradeRun, Submission, Learner, ExerciseVersion)
+            .join(Submission, GradeRun.submission_id == Submission.id)
+            .join(Learner, Submission.learner_id == Learner.id)
+            .join(ExerciseVersion, GradeRun.exercise_id == ExerciseVersion.id)
+        )
 
     def current_grades(self, exercise: str | None = None, learner: str | None = None) -> list[CurrentGrade]:
         """Per learner and exercise: the latest final grade of the learner's current submission."""
@@ -293,8 +367,11 @@ class Gradebook:
                 current |= self._current_ids(s, ex)
             if not current:
                 return []
-            latest = (select(func.max(GradeRun.id)).where(GradeRun.status.in_(FINAL_STATUSES))
-                      .group_by(GradeRun.submission_id))
+            latest = (
+                select(func.max(GradeRun.id))
+                .where(GradeRun.status.in_(FINAL_STATUSES))
+                .group_by(GradeRun.submission_id)
+            )
             q = self._run_query().where(GradeRun.id.in_(latest))
             if exercise:
                 q = q.where(Submission.exercise == exercise)
@@ -304,11 +381,24 @@ class Gradebook:
             for run, sub, who, ver in s.execute(q).all():
                 if sub.id not in current:
                     continue
-                out.append(CurrentGrade(
-                    learner=who.key, name=who.name, email=who.email, exercise=sub.exercise,
-                    version=ver.version, submission_id=sub.id, digest=sub.digest, origin=sub.origin,
-                    late=sub.late, run_id=run.id, status=run.status, grade=self.to_grade(run),
-                    graded_at=run.finished_at, worker=run.worker))
+                out.append(
+                    CurrentGrade(
+                        learner=who.key,
+                        name=who.name,
+                        email=who.email,
+                        exercise=sub.exercise,
+                        version=ver.version,
+                        submission_id=sub.id,
+                        digest=sub.digest,
+                        origin=sub.origin,
+                        late=sub.late,
+                        run_id=run.id,
+                        status=run.status,
+                        grade=self.to_grade(run),
+                        graded_at=run.finished_at,
+                        worker=run.worker,
+                    )
+                )
             return sorted(out, key=lambda c: (c.exercise, c.learner))
 
     def latest_runs(self, submission_ids: list[int]) -> dict[int, list[tuple[str, GradeRun]]]:
@@ -317,9 +407,12 @@ class Gradebook:
         if not submission_ids:
             return out
         with self.sessions() as s:
-            q = (select(GradeRun, ExerciseVersion.version).join(ExerciseVersion)
-                 .where(GradeRun.submission_id.in_(submission_ids), GradeRun.status.in_(FINAL_STATUSES))
-                 .order_by(GradeRun.id))
+            q = (
+                select(GradeRun, ExerciseVersion.version)
+                .join(ExerciseVersion)
+                .where(GradeRun.submission_id.in_(submission_ids), GradeRun.status.in_(FINAL_STATUSES))
+                .order_by(GradeRun.id)
+            )
             for run, version in s.execute(q).all():
                 out[run.submission_id].append((version, run))
         return out
@@ -330,54 +423,111 @@ class Gradebook:
             who = s.scalar(select(Learner).where(Learner.key == key))
             if who is None:
                 return None
-            subs = list(s.scalars(select(Submission).where(Submission.learner_id == who.id)
-                                  .options(selectinload(Submission.files),
-                                           selectinload(Submission.runs).selectinload(GradeRun.exercise))
-                                  .order_by(Submission.exercise, Submission.id)))
+            subs = list(
+                s.scalars(
+                    select(Submission)
+                    .where(Submission.learner_id == who.id)
+                    .options(
+                        selectinload(Submission.files),
+                        selectinload(Submission.runs).selectinload(GradeRun.exercise),
+                    )
+                    .order_by(Submission.exercise, Submission.id)
+                )
+            )
             currents = set()
             for ex in {sub.exercise for sub in subs}:
                 currents |= self._current_ids(s, ex)
-            return {"learner": who.key, "name": who.name, "email": who.email, "submissions": [{
-                "id": sub.id, "exercise": sub.exercise, "digest": sub.digest, "current": sub.id in currents,
-                "layout": sub.layout, "origin": sub.origin, "late": sub.late, "problem": sub.problem,
-                "first_seen_at": sub.first_seen_at, "last_seen_at": sub.last_seen_at,
-                "files": {f.name: f.size for f in sub.files},
-                "runs": [{"id": r.id, "version": r.exercise.version, "attempt": r.attempt, "status": r.status,
-                          "score": r.score, "max_score": r.max_score, "passed": r.passed,
-                          "error_kind": r.error_kind,
-                          "error_message": ((r.grade or {}).get("error") or {}).get("message"),
-                          "finished_at": r.finished_at, "grader_version": r.grader_version,
-                          "isolation": r.isolation, "worker": r.worker, "duration_s": r.duration_s}
-                         for r in sub.runs]} for sub in subs]}
+            return {
+                "learner": who.key,
+                "name": who.name,
+                "email": who.email,
+                "submissions": [
+                    {
+                        "id": sub.id,
+                        "exercise": sub.exercise,
+                        "digest": sub.digest,
+                        "current": sub.id in currents,
+                        "layout": sub.layout,
+                        "origin": sub.origin,
+                        "late": sub.late,
+                        "problem": sub.problem,
+                        "first_seen_at": sub.first_seen_at,
+                        "last_seen_at": sub.last_seen_at,
+                        "files": {f.name: f.size for f in sub.files},
+                        "runs": [
+                            {
+                                "id": r.id,
+                                "version": r.exercise.version,
+                                "attempt": r.attempt,
+                                "status": r.status,
+                                "score": r.score,
+                                "max_score": r.max_score,
+                                "passed": r.passed,
+                                "error_kind": r.error_kind,
+                                "error_message": ((r.grade or {}).get("error") or {}).get("message"),
+                                "finished_at": r.finished_at,
+                                "grader_version": r.grader_version,
+                                "isolation": r.isolation,
+                                "worker": r.worker,
+                                "duration_s": r.duration_s,
+                            }
+                            for r in sub.runs
+                        ],
+                    }
+                    for sub in subs
+                ],
+            }
 
     def counts(self, exercise: str | None = None) -> dict[str, int]:
         """Rows per table and the duplicate check the resumability tests rely on."""
         with self.sessions() as s:
+
             def n(q):
                 return s.scalar(q) or 0
+
             sub_q = select(Submission.id)
             if exercise:
                 sub_q = sub_q.where(Submission.exercise == exercise)
             subs = sub_q.scalar_subquery()
             final = select(GradeRun.submission_id, GradeRun.exercise_id).where(
-                GradeRun.status.in_(FINAL_STATUSES), GradeRun.submission_id.in_(subs))
+                GradeRun.status.in_(FINAL_STATUSES), GradeRun.submission_id.in_(subs)
+            )
             pairs = final.group_by(GradeRun.submission_id, GradeRun.exercise_id).subquery()
             return {
                 "learners": n(select(func.count()).select_from(Learner)),
                 "submissions": n(select(func.count()).select_from(sub_q.subquery())),
                 "final_runs": n(select(func.count()).select_from(final.subquery())),
                 "graded_pairs": n(select(func.count()).select_from(pairs)),
-                "error_runs": n(select(func.count()).select_from(GradeRun).where(
-                    GradeRun.status == "error", GradeRun.submission_id.in_(subs))),
+                "error_runs": n(
+                    select(func.count())
+                    .select_from(GradeRun)
+                    .where(GradeRun.status == "error", GradeRun.submission_id.in_(subs))
+                ),
             }
 
     # -- batches
 
-    def start_batch(self, version_id: int, *, kind: str = "batch", source: str = "", executor: str = "",
-                    forced: bool = False, grader_version: str = "", submissions: int = 0) -> int:
+    def start_batch(
+        self,
+        version_id: int,
+        *,
+        kind: str = "batch",
+        source: str = "",
+        executor: str = "",
+        forced: bool = False,
+        grader_version: str = "",
+        submissions: int = 0,
+    ) -> int:
         with self.sessions() as s:
-            b = Batch(kind=kind, exercise_id=version_id, source=source, executor=executor, forced=forced,
-                      grader_version=grader_version, submissions=submissions)
+            b = Batch(
+                kind=kind,
+                exercise_id=version_id,
+                source=source,
+                executor=executor,
+                forced=forced,
+                grader_version=grader_version,
+                submissions=submissions,
+            )
             s.add(b)
             s.commit()
             return b.id

@@ -4,6 +4,7 @@ For developers changing the schema (grader/store/schema.py), a new migration is 
     python -m grader.store revision --db sqlite:///scratch.db -m "what changed"
 which autogenerates it against a scratch gradebook upgraded to the current head.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,9 +53,11 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         try:
             scripts.get_revision(now)
         except Exception:  # noqa: BLE001 - Alembic raises several kinds for a revision it does not know
-            raise SchemaError(f"the gradebook is at schema revision {now!r}, which this grader does "
-                              f"not know (its newest is {scripts.get_current_head()!r}): it was "
-                              "written by a newer grader; upgrade the grader") from None
+            raise SchemaError(
+                f"the gradebook is at schema revision {now!r}, which this grader does "
+                f"not know (its newest is {scripts.get_current_head()!r}): it was "
+                "written by a newer grader; upgrade the grader"
+            ) from None
     if revision == "head" and now == scripts.get_current_head():
         return
     with engine.begin() as conn:
@@ -67,8 +70,11 @@ def downgrade(engine: Engine, revision: str) -> None:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m grader.store", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.store",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("action", choices=["upgrade", "current", "revision"])
     parser.add_argument("--db", required=True, help="gradebook URL or SQLite file")
     parser.add_argument("-m", "--message", default="schema change")
@@ -84,4 +90,3 @@ def main(argv=None) -> None:
         with engine.begin() as conn:
             command.revision(config(conn), message=args.message, autogenerate=True)
     engine.dispose()
-

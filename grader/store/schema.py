@@ -17,6 +17,7 @@ unique, so two writers can never both record attempt 1.
 The schema is owned by the Alembic migrations in migrations/versions: change a class here, then
 add a migration (tests/test_store.py fails while the two disagree).
 """
+
 from __future__ import annotations
 
 import math
@@ -48,7 +49,8 @@ STATUSES = (*FINAL_STATUSES, "error")
 
 class CleanText(TypeDecorator):
     """Text that learner output may have filled: stored the same way on every backend."""
-    impl: type[String] = Text        # Text is a String; CleanString below is the short kind
+
+    impl: type[String] = Text  # Text is a String; CleanString below is the short kind
     cache_ok = True
 
     def process_bind_param(self, value, dialect):
@@ -96,6 +98,7 @@ class SafeJSON(TypeDecorator):
 
 class UTCDateTime(TypeDecorator):
     """Aware UTC datetimes in and out, whether or not the backend keeps the zone (SQLite does not)."""
+
     impl = DateTime(timezone=True)
     cache_ok = True
 
@@ -117,21 +120,24 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-NAMING = {"ix": "ix_%(column_0_label)s", "uq": "uq_%(table_name)s_%(column_0_name)s",
-          "ck": "ck_%(table_name)s_%(constraint_name)s",
-          "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-          "pk": "pk_%(table_name)s"}
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
 
 
 class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING)    # the same constraint names on every backend
+    metadata = MetaData(naming_convention=NAMING)  # the same constraint names on every backend
 
 
 class Learner(Base):
     __tablename__ = "learners"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    key: Mapped[str] = mapped_column(CleanString(200), unique=True)   # the id the LMS gives them
+    key: Mapped[str] = mapped_column(CleanString(200), unique=True)  # the id the LMS gives them
     name: Mapped[str | None] = mapped_column(CleanString(300))
     email: Mapped[str | None] = mapped_column(CleanString(300))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -141,6 +147,7 @@ class Learner(Base):
 
 class ExerciseVersion(Base):
     """One version of an exercise: a content hash of its exercise.toml, hidden tests, key and solution."""
+
     __tablename__ = "exercises"
     __table_args__ = (UniqueConstraint("name", "version", name="uq_exercises_name_version"),)
 
@@ -154,30 +161,35 @@ class ExerciseVersion(Base):
 
 class Submission(Base):
     """What one learner handed in for one exercise, identified by the hash of its learner files."""
+
     __tablename__ = "submissions"
-    __table_args__ = (UniqueConstraint("learner_id", "exercise", "digest", name="uq_submissions_content"),
-                      Index("ix_submissions_exercise_learner", "exercise", "learner_id"))
+    __table_args__ = (
+        UniqueConstraint("learner_id", "exercise", "digest", name="uq_submissions_content"),
+        Index("ix_submissions_exercise_learner", "exercise", "learner_id"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     learner_id: Mapped[int] = mapped_column(ForeignKey("learners.id", ondelete="CASCADE"))
     exercise: Mapped[str] = mapped_column(String(100))
     digest: Mapped[str] = mapped_column(String(64))
-    layout: Mapped[str] = mapped_column(String(20), default="folder")   # folder, canvas, moodle, gradescope
-    origin: Mapped[str] = mapped_column(CleanText, default="")          # where in SOURCE it was found
+    layout: Mapped[str] = mapped_column(String(20), default="folder")  # folder, canvas, moodle, gradescope
+    origin: Mapped[str] = mapped_column(CleanText, default="")  # where in SOURCE it was found
     late: Mapped[bool] = mapped_column(Boolean, default=False)
-    problem: Mapped[str | None] = mapped_column(CleanText)              # why it cannot be graded as is
+    problem: Mapped[str | None] = mapped_column(CleanText)  # why it cannot be graded as is
     submitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # as the LMS says, where it does
     first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     learner: Mapped[Learner] = relationship(back_populates="submissions")
     files: Mapped[list[SubmissionFile]] = relationship(
-        back_populates="submission", cascade="all, delete-orphan", order_by="SubmissionFile.name")
+        back_populates="submission", cascade="all, delete-orphan", order_by="SubmissionFile.name"
+    )
     runs: Mapped[list[GradeRun]] = relationship(back_populates="submission", order_by="GradeRun.id")
 
 
 class SubmissionFile(Base):
     """The source is kept: a regrade needs nothing but the gradebook."""
+
     __tablename__ = "submission_files"
     __table_args__ = (UniqueConstraint("submission_id", "name", name="uq_submission_files_name"),)
 
@@ -192,10 +204,11 @@ class SubmissionFile(Base):
 
 class Batch(Base):
     """One `grader batch` or `grader regrade` run."""
+
     __tablename__ = "batches"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    kind: Mapped[str] = mapped_column(String(20), default="batch")      # batch, regrade
+    kind: Mapped[str] = mapped_column(String(20), default="batch")  # batch, regrade
     exercise_id: Mapped[int] = mapped_column(ForeignKey("exercises.id"))
     source: Mapped[str] = mapped_column(CleanText, default="")
     executor: Mapped[str] = mapped_column(CleanString(300), default="")
@@ -214,16 +227,17 @@ class Batch(Base):
 
 class GradeRun(Base):
     __tablename__ = "grade_runs"
-    __table_args__ = (UniqueConstraint("submission_id", "exercise_id", "attempt",
-                                       name="uq_grade_runs_attempt"),
-                      Index("ix_grade_runs_pair", "submission_id", "exercise_id"))
+    __table_args__ = (
+        UniqueConstraint("submission_id", "exercise_id", "attempt", name="uq_grade_runs_attempt"),
+        Index("ix_grade_runs_pair", "submission_id", "exercise_id"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
     exercise_id: Mapped[int] = mapped_column(ForeignKey("exercises.id"))
     attempt: Mapped[int] = mapped_column(Integer, default=1)
     batch_id: Mapped[int | None] = mapped_column(ForeignKey("batches.id", ondelete="SET NULL"), index=True)
-    status: Mapped[str] = mapped_column(String(20))                      # graded, unreadable, error
+    status: Mapped[str] = mapped_column(String(20))  # graded, unreadable, error
     passed: Mapped[bool] = mapped_column(Boolean, default=False)
     score: Mapped[float] = mapped_column(Float, default=0.0)
     max_score: Mapped[float] = mapped_column(Float, default=0.0)
@@ -233,8 +247,8 @@ class GradeRun(Base):
     grade: Mapped[dict | None] = mapped_column(SafeJSON)
     isolation: Mapped[str] = mapped_column(CleanString(100), default="")
     grader_version: Mapped[str] = mapped_column(String(40), default="")
-    worker: Mapped[str] = mapped_column(CleanString(300), default="")   # host:pid that graded it
-    duration_s: Mapped[float] = mapped_column(Float, default=0.0)     # the grade itself
+    worker: Mapped[str] = mapped_column(CleanString(300), default="")  # host:pid that graded it
+    duration_s: Mapped[float] = mapped_column(Float, default=0.0)  # the grade itself
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -242,9 +256,11 @@ class GradeRun(Base):
     submission: Mapped[Submission] = relationship(back_populates="runs")
     exercise: Mapped[ExerciseVersion] = relationship()
     checks: Mapped[list[CheckRow]] = relationship(
-        back_populates="run", cascade="all, delete-orphan", order_by="CheckRow.position")
+        back_populates="run", cascade="all, delete-orphan", order_by="CheckRow.position"
+    )
     diagnoses: Mapped[list[DiagnosisRow]] = relationship(
-        back_populates="run", cascade="all, delete-orphan", order_by="DiagnosisRow.position")
+        back_populates="run", cascade="all, delete-orphan", order_by="DiagnosisRow.position"
+    )
 
     @property
     def final(self) -> bool:

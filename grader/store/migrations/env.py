@@ -4,6 +4,7 @@ The caller hands over an open connection in config.attributes["connection"]; so 
 `python -m grader.store revision` (autogenerate). Migrations use plain SQLAlchemy types, never
 the classes of schema.py, so an old migration means the same thing forever.
 """
+
 from __future__ import annotations
 
 from alembic import context
@@ -13,7 +14,6 @@ from grader.store.schema import Base
 
 config = context.config
 connection = config.attributes["connection"]
-
 
 
 def render_item(kind, obj, autogen_context):
@@ -27,7 +27,7 @@ context.configure(
     connection=connection,
     render_item=render_item,
     target_metadata=Base.metadata,
-    render_as_batch=connection.dialect.name == "sqlite",   # SQLite alters tables by copying them
+    render_as_batch=connection.dialect.name == "sqlite",  # SQLite alters tables by copying them
     compare_type=True,
 )
 
