@@ -20,15 +20,15 @@ import time
 from pathlib import Path
 
 import pytest
-
 from adversarial.cases import CASES
 from conftest import EXERCISES, ROOT
+from gradebook_checks import Recorder, differences
 from report_checks import check_report
 
 import grader.grading as grading
 from grader.exercises import load_exercise
 from grader.jail import launcher
-from grader.models import Limits
+from grader.models import Grade, Limits
 from grader.session import SubmissionSession
 from reports import FORMATS, render
 
@@ -203,8 +203,18 @@ def check_reports(case, sub: Path, grade) -> dict:
     return json.loads(grade.model_dump_json())
 
 
+@pytest.fixture(scope="module")
+def recorders(tmp_path_factory, postgres):
+    """A SQLite and a PostgreSQL gradebook: every attack's grade must read back as it was made."""
+    recs = [Recorder(str(tmp_path_factory.mktemp("adversarial-book") / "gradebook.db")),
+            Recorder(postgres.create_database())]
+    yield recs
+    for rec in recs:
+        rec.book.close()
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_attack_is_contained(case, arena, tmp_path):
+def test_attack_is_contained(case, arena, tmp_path, recorders):
     if case.needs_jail and launcher.default_zygote().isolation != "bubblewrap":
         if os.environ.get("GRADER_REQUIRE_BWRAP"):
             pytest.fail("bubblewrap is required (GRADER_REQUIRE_BWRAP) but the jail fell back")
@@ -245,6 +255,10 @@ def test_attack_is_contained(case, arena, tmp_path):
     # nothing hidden leaks, into any field of the grade
     for secret in (arena.canary, HIDDEN_MARKER, arena.sibling):
         assert secret not in text, f"{case.name} leaked {secret!r}"
+    # and the gradebook keeps the grade whole, whatever text the attack put in it
+    made = Grade.model_validate(grade)
+    for rec in recorders:
+        assert differences(rec.round_trip(made), made) == [], rec.book.backend
     # nothing escaped: no process of its jails, no file outside them, no packet out
     if not case.cli:
         launcher.collect()
