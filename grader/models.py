@@ -87,7 +87,8 @@ class Record(BaseModel):
 class Said(Record):
     """A learner-facing message: English `message`, and the msgid and params it was made from
     (grader.locale), from which a report renders it in any language. Give `message` a Message
-    (`msg(...)`) and its id and params are kept; plain text has no id and stays English."""
+    (`msg(...)`) and its id and params are kept; plain text has no id and stays English. Either
+    is capped to one message's length (limits.MESSAGE_CHARS) here, wherever it was made."""
 
     message: str = ""
     message_id: str | None = None
@@ -95,7 +96,7 @@ class Said(Record):
 
     @classmethod
     def _prepare(cls, data: dict) -> dict:
-        if isinstance(data.get("message"), Message):
+        if isinstance(data.get("message"), str):
             data = {**data, **message_fields(data["message"])}
         return data
 

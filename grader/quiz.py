@@ -20,7 +20,7 @@ from grader.answers import (
 )
 from grader.errors import ExerciseFileError, shown_path
 from grader.exercises import exercise_dir, read_toml_model
-from grader.locale import message_fields, msg
+from grader.locale import msg
 from grader.models import CheckResult, Exercise, Rule, Title
 from grader.variants import draw
 
@@ -181,7 +181,7 @@ def grade_answers(
                 day=p.item.day,
                 title=p.text_en,
                 title_i18n={"zh-TW": p.text_zh},
-                **(message_fields(message) if not passed else {}),
+                message=message if not passed else "",
             )
         )
     return checks, warnings

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader.jail.client import JailError, LearnerError
-from grader.limits import MESSAGE_CHARS as MAX_MESSAGE
-from grader.locale import message_fields, message_of, msg
+from grader.locale import message_of, msg
 from grader.models import CheckResult, Diagnosis
 from grader.testkit import CheckFailure, take_attachments
 
@@ -94,16 +93,14 @@ class _CheckCollector:
         message, symptoms, evidence = explain(exc)
         if isinstance(exc, CheckFailure):
             for d in exc.diagnosis:
-                d = dict(d)
-                text = message_fields(d.pop("message", ""), MAX_MESSAGE)
-                self.diagnoses.append(Diagnosis(check=check_id, **d, **text))
+                self.diagnoses.append(Diagnosis(check=check_id, **d))
         return CheckResult(
             passed=False,
             points=0.0,
             symptoms=symptoms,
             evidence=evidence,
             curve=curve,
-            **message_fields(message, MAX_MESSAGE),
+            message=message,
             **base,
         )
 

@@ -119,3 +119,10 @@ def test_a_lone_surrogate_and_nul_are_cleaned_when_the_grade_is_made():
     assert g.error.message == "your code raised ValueError: \ufffd"
     assert g.error.message_params == {"type": "ValueError", "message": "\ufffd"}
     g.model_dump_json()                  # encodable: no lone surrogate is left anywhere
+
+
+def test_a_message_is_capped_where_the_model_is_made_whether_text_or_msg():
+    huge = "x" * (1 << 20)
+    for message in (huge, msg("your code raised {type}: {message}", type="ValueError", message=huge)):
+        error = GradeError(kind="crash", message=message)
+        assert len(error.message) == 64 * 1024
