@@ -33,7 +33,12 @@ For every exercise:
     ARCHIVE_MEMBERS               50,000    members of one archive (a class's export)
     ARCHIVE_BYTES                 2 GiB     an archive on disk, and its members' inflated size
     NESTED_ARCHIVE_BYTES          64 MiB    a learner's own zip inside an export
+    CENTRAL_DIRECTORY_BYTES       32 MiB    an archive's central directory, before it is parsed
+    LEARNER_FOLDER_FILES          5,000     files walked in one learner's folder
+    LEARNER_ID_CHARS              256       a learner id, after canonicalising
     METADATA_BYTES                16 MiB    Gradescope's submission_metadata.yml
+    METADATA_NODES                500,000   YAML nodes of that file (no aliases at all)
+    METADATA_DEPTH                32        nesting of that file's mappings and lists
     INFLATION_RATIO               200       inflated / compressed size of one member ...
     INFLATION_CHECKED_ABOVE       1 MiB     ... larger than this
     MESSAGE_CHARS                 64 Ki     one message of a check (characters), and a learner
@@ -111,8 +116,15 @@ ARCHIVE_MEMBERS = 50_000  # members of one archive
 ARCHIVE_BYTES = 2 * GiB  # an archive on disk, and its members' declared inflated size
 NESTED_ARCHIVE_BYTES = 64 * MiB  # a learner's own zip inside the export
 METADATA_BYTES = 16 * MiB  # submission_metadata.yml
-INFLATION_RATIO = 200  # inflated / compressed size of one member ...
+INFLATION_RATIO = 200  # inflated / compressed size of one member, and of a whole archive ...
 INFLATION_CHECKED_ABOVE = 1 * MiB  # ... that inflates to more than this
+# read from the End Of Central Directory record before zipfile parses the directory: 50,000
+# members with 600-byte names fit; 1.4 million entries (686 MB as ZipInfo objects) do not
+CENTRAL_DIRECTORY_BYTES = 32 * MiB
+LEARNER_FOLDER_FILES = 5_000  # one learner's folder: more fails that learner, and is not walked
+LEARNER_ID_CHARS = 256  # a learner id (an alias bomb made a 5 MB one); longer ends in a hash
+METADATA_NODES = 500_000  # YAML nodes in submission_metadata.yml: ~200 per submission of a big class
+METADATA_DEPTH = 32  # its nesting (Gradescope's is 4 deep); deeper raised RecursionError
 
 # -- messages and reports (SPEC: "64 KiB a message, 1 MiB a report") -------------------------
 MESSAGE_CHARS = 64 * KiB  # a check's message, and a learner's text inside one

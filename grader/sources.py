@@ -26,11 +26,18 @@ single file also takes the one file with its suffix), so `mywork/data.py` is fou
 
 from __future__ import annotations
 
+import bz2  # noqa: F401 - zipfile's bzip2 members: its errors are among READ_ERRORS' OSError
+import functools
+import hashlib
 import io
+import lzma
 import os
 import re
 import stat
+import struct
+import unicodedata
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -38,12 +45,17 @@ from pathlib import Path, PurePosixPath
 from grader.errors import SourceError
 from grader.limits import ARCHIVE_BYTES as MAX_ARCHIVE_BYTES  # the caps: grader/limits.py
 from grader.limits import ARCHIVE_MEMBERS as MAX_ARCHIVE_MEMBERS
+from grader.limits import CENTRAL_DIRECTORY_BYTES as MAX_DIRECTORY_BYTES
 from grader.limits import INFLATION_CHECKED_ABOVE
 from grader.limits import INFLATION_RATIO as MAX_RATIO
 from grader.limits import LEARNER_FILE_BYTES as MAX_FILE_BYTES
+from grader.limits import LEARNER_FOLDER_FILES as MAX_FOLDER_FILES
+from grader.limits import LEARNER_ID_CHARS as MAX_ID_CHARS
 from grader.limits import METADATA_BYTES as MAX_METADATA_BYTES
+from grader.limits import METADATA_DEPTH as MAX_METADATA_DEPTH
+from grader.limits import METADATA_NODES as MAX_METADATA_NODES
 from grader.limits import NESTED_ARCHIVE_BYTES as MAX_NESTED_BYTES
-from grader.locale import message_of, msg
+from grader.locale import Message, message_of, msg
 from grader.models import Exercise
 from grader.store.gradebook import Incoming
 
@@ -55,6 +67,74 @@ MOODLE = re.compile(
 )
 GRADESCOPE_META = "submission_metadata.yml"
 REUPLOAD = re.compile(r"^(?P<stem>.+)-\d+(?P<suffix>\.[^.]+)?$")
+TOO_MANY = "\x00too-many-files"  # a key no canonical name can be (a NUL is always escaped)
+
+# Whatever reading one archive or one member can raise: zipfile's own errors, the decompressors'
+# (zlib.error, lzma.LZMAError; bz2 raises OSError and ValueError), struct.error from a short header,
+# UnicodeDecodeError (a ValueError) from a member name, NotImplementedError from an unknown method.
+READ_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    struct.error,
+    EOFError,
+    OSError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+    OverflowError,
+    KeyError,
+    IndexError,
+)
+
+
+# -- names: one canonical form for every name that comes in --------------------------------------
+
+
+def canonical_name(raw: str) -> str:
+    """The one form of a name from SOURCE (a folder, file or member name, a Gradescope id):
+    every learner id is the canonical name it was found under, on every run and machine.
+
+    - Bytes that are not UTF-8 (a CP1252 or Big5 folder name reaches Python as surrogate escapes)
+      are written `\\xHH`, byte by byte: no guess at the encoding, so two names never merge.
+    - Unicode NFC normalisation (macOS writes NFD: the same learner is the same id on Linux).
+    - A leading or trailing space, any other white space and any control or format character is
+      written `\\xHH` / `\\uHHHH`, and a backslash `\\\\`: visible, and never stripped, so ids that
+      differ only by white space stay two learners, and the rule is one-to-one.
+    - Longer than LEARNER_ID_CHARS: cut, and a hash of the whole name appended (still unique).
+    """
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:  # surrogate escapes from os.fsdecode: try the bytes as UTF-8 again
+        try:
+            raw = raw.encode("utf-8", "surrogateescape").decode("utf-8")
+        except UnicodeError:
+            pass
+    raw = unicodedata.normalize("NFC", raw)
+    out = []
+    last = len(raw) - 1
+    for i, ch in enumerate(raw):
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif ch == "\\":
+            out.append("\\\\")
+        elif (ch == " " and i in (0, last)) or (ch != " " and (ch.isspace() or _invisible(ch))):
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    name = "".join(out)
+    if len(name) > MAX_ID_CHARS:
+        name = name[: MAX_ID_CHARS - 17] + "-" + hashlib.sha256(name.encode()).hexdigest()[:16]
+    return name
+
+
+def _invisible(ch: str) -> bool:
+    return unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+
+
+# -- what a layout found --------------------------------------------------------------------------
 
 
 @dataclass
@@ -64,13 +144,33 @@ class Entry:
     data: bytes | None = None
     problem: str | None = None  # symbolic link, too large, unsafe path, encrypted
     is_dir: bool = False  # kept so that an empty learner folder is still a learner
+    fatal: bool = False  # the problem fails the learner whatever else is found (too many files)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An entry of SOURCE that is no learner's submission: data, for the summary and batch.json."""
+
+    entry: str  # its path in SOURCE
+    reason: str  # a Message
+    learner_like: bool = True  # a folder, archive or exercise file: a learner may be missing
+
+    def __str__(self) -> str:
+        return f"skipped {self.entry}: {self.reason}"
+
+    def as_dict(self) -> dict:
+        return {"entry": self.entry, "reason": str.__str__(self.reason), "learner_like": self.learner_like}
 
 
 @dataclass
 class Found:
     layout: str
     incoming: list[Incoming]
-    notes: list[str] = field(default_factory=list)  # what was skipped, and why
+    notes: list[Skipped] = field(default_factory=list)  # every entry that was skipped, and why
+
+    @property
+    def skipped_learners(self) -> list[Skipped]:
+        return [n for n in self.notes if n.learner_like]
 
 
 Tree = dict[PurePosixPath, Entry]
@@ -90,156 +190,293 @@ def _ignored(parts) -> bool:
     return any(p in IGNORED or p.startswith("._") for p in parts)
 
 
+def _symlink(name: str) -> Entry:
+    return Entry(problem=msg("{name} is a symbolic link; symbolic links are refused", name=name))
+
+
+def _too_large(name: str, limit: int) -> Entry:
+    return Entry(problem=msg("{name} is larger than {size} KiB", name=name, size=limit // 1024))
+
+
+def _limit(name: str) -> int:
+    lower = name.lower()
+    if lower.endswith(".zip"):
+        return MAX_NESTED_BYTES
+    return MAX_METADATA_BYTES if name == GRADESCOPE_META else MAX_FILE_BYTES
+
+
+def _unwrapped(root: Path) -> Path:
+    """Into a single folder that wraps everything, on disk: its entries are the learners."""
+    while True:
+        inside: list[os.DirEntry] = []
+        with os.scandir(root) as it:
+            for e in it:
+                if not _ignored((e.name,)):
+                    inside.append(e)
+                if len(inside) > 1:
+                    return root
+        if len(inside) != 1 or not inside[0].is_dir(follow_symlinks=False):
+            return root
+        root = Path(inside[0].path)
+
+
 def read_folder(root: Path, exercise: Exercise) -> Tree:
+    """A folder as a Tree; names canonical (canonical_name). Each learner's folder is walked up to
+    LEARNER_FOLDER_FILES entries: past that the walk stops, and that learner alone fails."""
+    root = _unwrapped(Path(root))
     tree: Tree = {}
-    count = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        rel = Path(dirpath).relative_to(root)
-        for d in list(dirnames):
-            key = PurePosixPath(*rel.parts, d)
-            if (Path(dirpath) / d).is_symlink():  # os.walk does not descend; record it
-                dirnames.remove(d)
-                tree[key] = Entry(
-                    problem=msg("{name} is a symbolic link; symbolic links are refused", name=d)
-                )
-            elif _ignored(key.parts):
-                dirnames.remove(d)
-            else:
-                tree[key] = Entry(is_dir=True)
-        for f in filenames:
-            count += 1
-            if count > MAX_ARCHIVE_MEMBERS:
-                raise SourceError(f"SOURCE: more than {MAX_ARCHIVE_MEMBERS} files; is this a class?")
-            path = Path(dirpath) / f
-            key = PurePosixPath(*rel.parts, f)
-            if _ignored(key.parts):
+    seen = 0
+    with os.scandir(root) as it:
+        for top in it:  # not sorted: a folder of a million entries is never listed whole
+            if _ignored((top.name,)):
                 continue
-            st = path.lstat()
-            if stat.S_ISLNK(st.st_mode):
-                tree[key] = Entry(
-                    problem=msg("{name} is a symbolic link; symbolic links are refused", name=f)
-                )
-            elif not stat.S_ISREG(st.st_mode):
-                tree[key] = Entry(problem=msg("{name} is not a regular file", name=f))
-            elif _wanted(f, exercise):
-                limit = MAX_NESTED_BYTES if f.lower().endswith(".zip") else MAX_FILE_BYTES
-                with open(path, "rb") as fh:
-                    data = fh.read(limit + 1)
-                tree[key] = (
-                    Entry(data=data)
-                    if len(data) <= limit
-                    else Entry(problem=msg("{name} is larger than {size} KiB", name=f, size=limit // 1024))
-                )
+            key = PurePosixPath(canonical_name(top.name))
+            if top.is_dir(follow_symlinks=False):
+                learner = _read_learner_folder(Path(top.path), key, exercise)
             else:
-                tree[key] = Entry()
+                learner = {key: _read_file(top, key.name, exercise)}
+            seen += len(learner)
+            if seen > MAX_ARCHIVE_MEMBERS:
+                raise SourceError(
+                    msg(
+                        "SOURCE: more than {limit} files; is this a class?", limit=MAX_ARCHIVE_MEMBERS
+                    )
+                )
+            tree.update(learner)
     return tree
 
 
+def _read_learner_folder(path: Path, key: PurePosixPath, exercise: Exercise) -> Tree:
+    tree: Tree = {key: Entry(is_dir=True)}
+    stack = [(path, key)]
+    count = 0
+    while stack:
+        folder, folder_key = stack.pop()
+        try:
+            it = os.scandir(folder)
+        except OSError as exc:
+            tree[folder_key / TOO_MANY] = Entry(
+                problem=msg("{name} cannot be read: {error}", name=str(folder_key), error=exc.strerror or ""),
+                fatal=True,
+            )
+            continue
+        with it:
+            for e in it:
+                if _ignored((e.name,)):
+                    continue
+                count += 1
+                if count > MAX_FOLDER_FILES:  # stop here: the rest is never listed
+                    return {
+                        key: Entry(is_dir=True),
+                        key / TOO_MANY: Entry(
+                            problem=msg(
+                                "{name} holds more than {limit} files and folders; is this a submission?",
+                                name=str(key),
+                                limit=MAX_FOLDER_FILES,
+                            ),
+                            fatal=True,
+                        ),
+                    }
+                child = folder_key / canonical_name(e.name)
+                if e.is_dir(follow_symlinks=False):
+                    tree[child] = Entry(is_dir=True)
+                    stack.append((Path(e.path), child))
+                else:
+                    tree[child] = _read_file(e, child.name, exercise)
+    return tree
+
+
+def _read_file(entry: os.DirEntry, name: str, exercise: Exercise) -> Entry:
+    if entry.is_symlink():
+        return _symlink(name)
+    if not entry.is_file(follow_symlinks=False):
+        return Entry(problem=msg("{name} is not a regular file", name=name))
+    if not _wanted(name, exercise):
+        return Entry()
+    limit = _limit(name)
+    try:  # O_NOFOLLOW: a file swapped for a symbolic link since the listing is not followed
+        fd = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with open(fd, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        return Entry(problem=msg("{name} cannot be read: {error}", name=name, error=exc.strerror or ""))
+    return Entry(data=data) if len(data) <= limit else _too_large(name, limit)
+
+
 def _safe_member_path(name: str) -> PurePosixPath | None:
-    """The member's path inside the archive, or None if it could land outside it."""
+    """The member's path inside the archive (canonical names), or None if it could land outside it."""
     name = name.replace("\\", "/")
     if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or "\x00" in name:
         return None
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if any(p == ".." for p in parts) or not parts:
         return None
-    return PurePosixPath(*parts)
+    return PurePosixPath(*map(canonical_name, parts))
+
+
+# The zip records read before zipfile parses anything (APPNOTE.TXT 4.3.16, 4.3.15, 4.3.14, 4.3.12)
+EOCD = struct.Struct("<4s4H2LH")  # signature, disks, entries here, entries, directory size, offset
+ZIP64_LOCATOR = struct.Struct("<4sLQL")
+ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
+DIRECTORY_HEADER = struct.Struct("<4s4B4HL2L5H2L")  # one central directory entry, 46 bytes
+
+
+def _check_directory(fh, label: str) -> None:
+    """Refuse an archive on its End Of Central Directory record and its directory's entry count,
+    walked with struct as zipfile would walk it, before zipfile builds an object for any entry."""
+
+    def refuse(text: Message):
+        raise SourceError(text)
+
+    def not_a_zip(why: str):
+        refuse(msg("{label}: not a readable zip archive: {error}", label=label, error=why))
+
+    size = fh.seek(0, os.SEEK_END)
+    tail_at = max(0, size - EOCD.size - 0xFFFF)  # the record, and a comment of at most 64 KiB
+    fh.seek(tail_at)
+    tail = fh.read()
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < EOCD.size:
+        not_a_zip("no end of central directory record")
+    _, _, _, _, entries, directory_size, _, _ = EOCD.unpack_from(tail, at)
+    record_at = tail_at + at
+    if record_at >= ZIP64_LOCATOR.size + ZIP64_EOCD.size:
+        fh.seek(record_at - ZIP64_LOCATOR.size)
+        if fh.read(4) == b"PK\x06\x07":  # zipfile then trusts the ZIP64 record before the locator
+            fh.seek(record_at - ZIP64_LOCATOR.size - ZIP64_EOCD.size)
+            record = fh.read(ZIP64_EOCD.size)
+            if record[:4] == b"PK\x06\x06":
+                fields = ZIP64_EOCD.unpack(record)
+                entries, directory_size = fields[7], fields[8]
+                record_at -= ZIP64_LOCATOR.size + ZIP64_EOCD.size
+    if entries > MAX_ARCHIVE_MEMBERS:
+        refuse(_too_many(label, entries))
+    if directory_size > MAX_DIRECTORY_BYTES:
+        refuse(
+            msg(
+                "{label}: a central directory of {mb} MiB, more than the {limit} MiB allowed",
+                label=label,
+                mb=directory_size >> 20,
+                limit=MAX_DIRECTORY_BYTES >> 20,
+            )
+        )
+    if directory_size > record_at:
+        not_a_zip("the central directory starts before the file")
+    fh.seek(record_at - directory_size)
+    directory = fh.read(directory_size)
+    count, pos = 0, 0
+    while pos + DIRECTORY_HEADER.size <= len(directory):
+        header = DIRECTORY_HEADER.unpack_from(directory, pos)
+        if header[0] != b"PK\x01\x02":
+            break  # zipfile stops here too (and says why)
+        count += 1
+        if count > MAX_ARCHIVE_MEMBERS:
+            refuse(_too_many(label, f"more than {count - 1}"))
+        pos += DIRECTORY_HEADER.size + header[12] + header[13] + header[14]
+
+
+def _too_many(label: str, count) -> Message:
+    return msg(
+        "{label}: {count} members, more than the {limit} allowed",
+        label=label,
+        count=count,
+        limit=MAX_ARCHIVE_MEMBERS,
+    )
 
 
 def read_zip(
     data_or_path, exercise: Exercise, *, max_total: int | None = None, label: str = "SOURCE"
 ) -> Tree:
     """A zip archive as a Tree, read in memory. Raises SourceError for an archive that is unsafe
-    as a whole (unreadable, traversal, too many members, too big); a member that is merely
-    unusable (symbolic link, encrypted, inflating too far) is kept with its problem."""
+    or unreadable as a whole (a damaged directory, traversal, too many members, too big); a member
+    that is merely unusable (symbolic link, encrypted, damaged, inflating too far) is kept with
+    its problem. Inflated bytes are counted as they are read, against max_total and against
+    INFLATION_RATIO times the archive's own size: 512 small members of zeros are a bomb too."""
     max_total = MAX_ARCHIVE_BYTES if max_total is None else max_total
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data_or_path) if isinstance(data_or_path, bytes) else data_or_path)
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    fh = io.BytesIO(data_or_path) if isinstance(data_or_path, bytes) else open(data_or_path, "rb")  # noqa: SIM115
+    with fh:
+        _check_directory(fh, label)
+        budget = min(max_total, INFLATION_CHECKED_ABOVE + MAX_RATIO * fh.seek(0, os.SEEK_END))
+        fh.seek(0)
+        try:
+            zf = zipfile.ZipFile(fh)
+        except READ_ERRORS as exc:
+            raise SourceError(
+                msg("{label}: not a readable zip archive: {error}", label=label, error=str(exc)[:500])
+            ) from None
+        with zf:
+            return _members(zf, exercise, max_total, budget, label)
+
+
+def _members(zf: zipfile.ZipFile, exercise: Exercise, max_total: int, budget: int, label: str) -> Tree:
+    infos = zf.infolist()
+    total = sum(max(i.file_size, 0) for i in infos)
+    if total > max_total:
         raise SourceError(
-            msg("{label}: not a readable zip archive: {error}", label=label, error=str(exc))
-        ) from None
-    with zf:
-        infos = zf.infolist()
-        if len(infos) > MAX_ARCHIVE_MEMBERS:
+            msg(
+                "{label}: would inflate to {mb} MiB, more than the {limit} MiB allowed",
+                label=label,
+                mb=total >> 20,
+                limit=max_total >> 20,
+            )
+        )
+    tree: Tree = {}
+    inflated = 0
+    for info in infos:
+        path = _safe_member_path(info.filename)
+        if path is None:
             raise SourceError(
                 msg(
-                    "{label}: {count} members, more than the {limit} allowed",
+                    "{label}: member {member} would be written outside the archive's "
+                    "folder (an absolute path or ..); refusing the archive",
                     label=label,
-                    count=len(infos),
-                    limit=MAX_ARCHIVE_MEMBERS,
+                    member=repr(info.filename)[:500],
                 )
             )
-        total = sum(max(i.file_size, 0) for i in infos)
-        if total > max_total:
+        if _ignored(path.parts):
+            continue
+        if info.is_dir():
+            tree[path] = Entry(is_dir=True)
+            continue
+        if stat.S_ISLNK(info.external_attr >> 16):
+            tree[path] = _symlink(path.name)
+            continue
+        if not _wanted(path.name, exercise):
+            tree[path] = Entry()
+            continue
+        if info.flag_bits & 0x1:
+            tree[path] = Entry(problem=msg("{name} is encrypted in the archive", name=path.name))
+            continue
+        limit = _limit(path.name)
+        if info.file_size > limit or (
+            info.file_size > INFLATION_CHECKED_ABOVE and info.file_size > MAX_RATIO * max(info.compress_size, 1)
+        ):
+            tree[path] = _too_large(path.name, limit)
+            continue
+        try:
+            with zf.open(info) as member:  # never trust the declared size
+                data = member.read(min(limit, budget - inflated) + 1)
+        except READ_ERRORS as exc:
+            tree[path] = Entry(
+                problem=msg(
+                    "{name} cannot be read from the archive: {error}",
+                    name=path.name,
+                    error=f"{type(exc).__name__}: {exc}"[:500],
+                )
+            )
+            continue
+        inflated += len(data)
+        if inflated > budget:
             raise SourceError(
                 msg(
-                    "{label}: would inflate to {mb} MiB, more than the {limit} MiB allowed",
+                    "{label}: inflates to more than {mb} MiB, over {ratio} times its own size; refusing the archive",
                     label=label,
-                    mb=total >> 20,
-                    limit=max_total >> 20,
+                    mb=budget >> 20,
+                    ratio=MAX_RATIO,
                 )
             )
-        tree: Tree = {}
-        for info in infos:
-            path = _safe_member_path(info.filename)
-            if path is None:
-                raise SourceError(
-                    msg(
-                        "{label}: member {member} would be written outside the archive's "
-                        "folder (an absolute path or ..); refusing the archive",
-                        label=label,
-                        member=repr(info.filename),
-                    )
-                )
-            if _ignored(path.parts):
-                continue
-            if info.is_dir():
-                tree[path] = Entry(is_dir=True)
-                continue
-            mode = info.external_attr >> 16
-            if stat.S_ISLNK(mode):
-                tree[path] = Entry(
-                    problem=msg("{name} is a symbolic link; symbolic links are refused", name=path.name)
-                )
-                continue
-            if not _wanted(path.name, exercise):
-                tree[path] = Entry()
-                continue
-            if info.flag_bits & 0x1:
-                tree[path] = Entry(problem=msg("{name} is encrypted in the archive", name=path.name))
-                continue
-            limit = (
-                MAX_NESTED_BYTES
-                if path.name.lower().endswith(".zip")
-                else (MAX_METADATA_BYTES if path.name == GRADESCOPE_META else MAX_FILE_BYTES)
-            )
-            if info.file_size > limit or (
-                info.file_size > INFLATION_CHECKED_ABOVE
-                and info.file_size > MAX_RATIO * max(info.compress_size, 1)
-            ):
-                tree[path] = Entry(
-                    problem=msg("{name} is larger than {size} KiB", name=path.name, size=limit // 1024)
-                )
-                continue
-            try:
-                with zf.open(info) as fh:  # never trust the declared size
-                    data = fh.read(limit + 1)
-            except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError) as exc:
-                tree[path] = Entry(
-                    problem=msg(
-                        "{name} cannot be read from the archive: {error}", name=path.name, error=str(exc)
-                    )
-                )
-                continue
-            tree[path] = (
-                Entry(data=data)
-                if len(data) <= limit
-                else Entry(
-                    problem=msg("{name} is larger than {size} KiB", name=path.name, size=limit // 1024)
-                )
-            )
-        return tree
+        tree[path] = Entry(data=data) if len(data) <= limit else _too_large(path.name, limit)
+    return tree
 
 
 def unwrap(tree: Tree) -> Tree:
@@ -273,6 +510,9 @@ def match_files(
                 return m["stem"] + (m["suffix"] or "")
         return name
 
+    fatal = [e.problem for e in tree.values() if e.fatal]
+    if fatal:
+        return {}, fatal[0]
     tree = {p: e for p, e in tree.items() if not e.is_dir}
     nested = [p for p, e in tree.items() if p.suffix.lower() == ".zip" and e.data is not None]
     direct = {logical(p) for p in tree} & set(exercise.files)
@@ -331,15 +571,23 @@ def _reupload_number(name: str) -> int:
 
 
 def read_source(source: Path, exercise: Exercise) -> Found:
+    """SOURCE as one Found. The layout is decided per top-level entry: a Moodle-named entry is
+    read as Moodle, Canvas-named flat files as Canvas (when they are at least half the flat
+    files), everything else as the folder layout; a class that mixes them says so in its layout
+    ("moodle+folder"). Raises SourceError, naming SOURCE, when SOURCE as a whole is unreadable."""
     source = Path(source)
+    label = str(source)
     if source.is_symlink():
         raise SourceError(f"SOURCE: {source} is a symbolic link; give the folder or archive itself")
     if source.is_dir():
-        tree = read_folder(source, exercise)
-    elif source.is_file() and zipfile.is_zipfile(source):
+        try:
+            tree = read_folder(source, exercise)
+        except OSError as exc:
+            raise SourceError(f"SOURCE: {source} cannot be read: {exc.strerror}") from None
+    elif source.is_file() and _is_zip(source):
         if source.stat().st_size > MAX_ARCHIVE_BYTES:
             raise SourceError(f"SOURCE: {source} is larger than {MAX_ARCHIVE_BYTES >> 20} MiB")
-        tree = read_zip(source, exercise)
+        tree = read_zip(source, exercise, label=label)
     elif source.exists():
         raise SourceError(f"SOURCE: {source} is neither a folder nor a zip archive")
     else:
@@ -348,18 +596,36 @@ def read_source(source: Path, exercise: Exercise) -> Found:
     if not tree:
         raise SourceError(f"SOURCE: {source} holds no submissions")
     if PurePosixPath(GRADESCOPE_META) in tree:
-        return gradescope(tree, exercise)
+        return gradescope(tree, exercise, label)
     tops = {p.parts[0] for p in tree}
-    if any(MOODLE.match(t) for t in tops):
-        return moodle(tree, exercise)
-    flat = [p for p, e in tree.items() if len(p.parts) == 1 and not e.is_dir]
-    if (
-        flat
-        and len(flat) == len(tree)
-        and sum(bool(CANVAS.match(p.name)) for p in flat) >= max(1, len(flat) // 2)
-    ):
-        return canvas(tree, exercise)
-    return folder(tree, exercise)
+    moodle_tops = {t for t in tops if MOODLE.match(t)}
+    rest = {p: e for p, e in tree.items() if p.parts[0] not in moodle_tops}
+    flat = [p for p, e in rest.items() if len(p.parts) == 1 and not e.is_dir]
+    canvas_files = {p for p in flat if CANVAS.match(p.name)}
+    if len(canvas_files) < max(1, len(flat) // 2):
+        canvas_files = set()
+    parts = [
+        (reader, part)
+        for reader, part in (
+            (moodle, {p: e for p, e in tree.items() if p.parts[0] in moodle_tops}),
+            (canvas, {p: e for p, e in rest.items() if p in canvas_files}),
+            (folder, {p: e for p, e in rest.items() if p not in canvas_files}),
+        )
+        if part
+    ]
+    founds = [reader(part, exercise) for reader, part in parts]
+    if len(founds) == 1:
+        return founds[0]
+    notes = [n for f in founds for n in f.notes]
+    incoming = _merge_duplicates([i for f in founds for i in f.incoming], notes, learner_like=True)
+    return Found("+".join(f.layout for f in founds), incoming, notes)
+
+
+def _is_zip(path: Path) -> bool:
+    try:
+        return zipfile.is_zipfile(path)
+    except READ_ERRORS:
+        return False
 
 
 def _incoming(exercise, tree, learner, *, layout, origin, canvas=False, **kw) -> Incoming:
@@ -383,7 +649,16 @@ def folder(tree: Tree, exercise: Exercise) -> Found:
         elif entry.problem and not path.suffix:  # a learner "folder" that is a symbolic link
             refused[top] = entry.problem
         else:
-            notes.append(f"skipped {top}: not a learner folder, archive or {'/'.join(sorted(suffixes))} file")
+            notes.append(
+                Skipped(
+                    top,
+                    msg(
+                        "not a learner folder, archive or {suffixes} file",
+                        suffixes="/".join(sorted(suffixes)),
+                    ),
+                    learner_like=_wanted(top, exercise) or entry.problem is not None,
+                )
+            )
     incoming = [
         _incoming(exercise, t, learner, layout="folder", origin=learner)
         for learner, t in groups.items()
@@ -393,7 +668,7 @@ def folder(tree: Tree, exercise: Exercise) -> Found:
         Incoming(learner=learner, files={}, problem=problem, layout="folder", origin=learner)
         for learner, problem in refused.items()
     ]
-    return Found("folder", sorted(incoming, key=lambda i: i.learner), notes)
+    return Found("folder", sorted(incoming, key=lambda i: i.learner), sorted(notes, key=lambda n: n.entry))
 
 
 def canvas(tree: Tree, exercise: Exercise) -> Found:
@@ -405,7 +680,7 @@ def canvas(tree: Tree, exercise: Exercise) -> Found:
             continue
         m = CANVAS.match(path.name)
         if not m:
-            notes.append(f"skipped {path.name}: not named like a Canvas submission file")
+            notes.append(Skipped(path.name, msg("not named like a Canvas submission file")))
             continue
         uid = m["uid"]
         groups.setdefault(uid, {})[PurePosixPath(m["file"])] = entry
@@ -439,13 +714,19 @@ def moodle(tree: Tree, exercise: Exercise) -> Found:
     for path, entry in sorted(tree.items()):
         m = MOODLE.match(path.parts[0])
         if not m:
-            notes.append(f"skipped {path}: not named like a Moodle submission")
+            notes.append(Skipped(str(path), msg("not named like a Moodle submission")))
             continue
-        if m["plugin"] != "file":
-            continue  # onlinetext, comments, feedback
+        if m["plugin"] != "file":  # onlinetext, comments, feedback: listed, not a learner's file
+            if len(path.parts) == 1:
+                notes.append(
+                    Skipped(path.parts[0], msg("a Moodle {plugin} entry", plugin=m["plugin"]), False)
+                )
+            continue
         pid = m["pid"]
         if len(path.parts) == 1:  # flat: prefix + file name
             if not m["rest"]:
+                if not entry.is_dir:
+                    notes.append(Skipped(path.parts[0], msg("a Moodle file entry without a file name")))
                 continue
             rel = PurePosixPath(m["rest"])
         else:
@@ -455,6 +736,10 @@ def moodle(tree: Tree, exercise: Exercise) -> Found:
         origins.setdefault(pid, [])
         if path.parts[0] not in origins[pid]:
             origins[pid].append(path.parts[0])
+    for path, entry in sorted(tree.items()):  # an empty file-submission folder: still a learner
+        m = MOODLE.match(path.parts[0])
+        if m and m["plugin"] == "file" and entry.is_dir and len(path.parts) == 1 and m["pid"] not in groups:
+            groups[m["pid"]], names[m["pid"]], origins[m["pid"]] = {}, m["name"], [path.parts[0]]
     return Found(
         "moodle",
         [
@@ -467,41 +752,84 @@ def moodle(tree: Tree, exercise: Exercise) -> Found:
     )
 
 
-def gradescope(tree: Tree, exercise: Exercise) -> Found:
+@functools.cache
+def _metadata_loader():
+    """PyYAML's SafeLoader, bounded: no aliases (an alias bomb made a 5 MB learner id), at most
+    METADATA_NODES nodes and METADATA_DEPTH levels (counted as composed, before anything is
+    built; deeper raised RecursionError), and timestamps left as text for _parse_time."""
     import yaml
 
-    entry = tree[PurePosixPath(GRADESCOPE_META)]
-    if entry.data is None:
-        raise SourceError(f"SOURCE: {GRADESCOPE_META}: {entry.problem}")
+    class MetadataLoader(yaml.SafeLoader):
+        def __init__(self, stream):
+            super().__init__(stream)
+            self.nodes = self.depth = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.YAMLError("aliases (*name) are not allowed here")
+            self.nodes += 1
+            if self.nodes > MAX_METADATA_NODES:
+                raise yaml.YAMLError(f"more than {MAX_METADATA_NODES} values")
+            self.depth += 1
+            try:
+                if self.depth > MAX_METADATA_DEPTH:
+                    raise yaml.YAMLError(f"nested more than {MAX_METADATA_DEPTH} deep")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    timestamp = "tag:yaml.org,2002:timestamp"
+    MetadataLoader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != timestamp]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    MetadataLoader.add_constructor(timestamp, lambda loader, node: loader.construct_scalar(node))
+    return MetadataLoader
+
+
+def load_metadata(data: bytes, label: str = GRADESCOPE_META):
+    """submission_metadata.yml as plain data; SourceError naming it when it cannot be read."""
+    import yaml
+
     try:
-        meta = yaml.safe_load(entry.data.decode("utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise SourceError(f"SOURCE: {GRADESCOPE_META} is not readable YAML: {exc}") from None
+        return yaml.load(data.decode("utf-8"), Loader=_metadata_loader()) or {}  # noqa: S506 - bounded SafeLoader
+    except (yaml.YAMLError, UnicodeDecodeError, ValueError, TypeError, RecursionError, OverflowError) as exc:
+        raise SourceError(
+            msg("{label} is not readable YAML: {error}", label=label, error=str(exc)[:500])
+        ) from None
+
+
+def gradescope(tree: Tree, exercise: Exercise, label: str = "SOURCE") -> Found:
+    entry = tree[PurePosixPath(GRADESCOPE_META)]
+    where = f"{label}: {GRADESCOPE_META}"
+    if entry.data is None:
+        raise SourceError(f"{where}: {entry.problem}")
+    meta = load_metadata(entry.data, where)
     if not isinstance(meta, dict):
-        raise SourceError(f"SOURCE: {GRADESCOPE_META} is not a mapping of submissions")
-    incoming, notes = [], []
+        raise SourceError(f"{where} is not a mapping of submissions")
+    incoming: list[Incoming] = []
+    notes: list[Skipped] = []
     listed = set()
-    for folder_name, record in sorted(meta.items(), key=lambda kv: str(kv[0])):
-        folder_name = str(folder_name)
+    for raw_folder, record in sorted(meta.items(), key=lambda kv: str(kv[0])):
+        folder_name = canonical_name(str(raw_folder))
         listed.add(folder_name)
         record = record if isinstance(record, dict) else {}
         submitters = record.get(":submitters") or record.get("submitters") or []
-        when = record.get(":created_at") or record.get("created_at")
-        submitted_at = when if isinstance(when, datetime) else _parse_time(when)
+        submitted_at = _parse_time(record.get(":created_at") or record.get("created_at"))
         sub_tree = subtree(tree, folder_name)
         if not isinstance(submitters, list) or not submitters:
-            notes.append(f"skipped {folder_name}: no submitters in {GRADESCOPE_META}")
+            notes.append(Skipped(folder_name, msg("no submitters in {file}", file=GRADESCOPE_META)))
             continue
         for person in submitters:
             person = person if isinstance(person, dict) else {}
 
             def field_(k, person=person):
                 v = person.get(":" + k, person.get(k))
-                return str(v).strip() if v not in (None, "") else None
+                return canonical_name(str(v)) if v not in (None, "") else None
 
             key = field_("sid") or field_("email") or field_("name")
             if not key:
-                notes.append(f"skipped a submitter of {folder_name}: no sid, email or name")
+                notes.append(Skipped(folder_name, msg("a submitter without sid, email or name")))
                 continue
             incoming.append(
                 _incoming(
@@ -516,19 +844,27 @@ def gradescope(tree: Tree, exercise: Exercise) -> Found:
                 )
             )
     for top in sorted({p.parts[0] for p in tree} - listed - {GRADESCOPE_META}):
-        notes.append(f"skipped {top}: not listed in {GRADESCOPE_META}")
+        notes.append(Skipped(top, msg("not listed in {file}", file=GRADESCOPE_META)))
     return Found("gradescope", _merge_duplicates(incoming, notes), notes)
 
 
-def _merge_duplicates(incoming: list[Incoming], notes: list[str]) -> list[Incoming]:
-    """One submission per learner: the latest, where a learner appears twice."""
+def _merge_duplicates(incoming: list[Incoming], notes: list[Skipped], learner_like=False) -> list[Incoming]:
+    """One submission per learner: the latest, where a learner appears twice (the other listed)."""
     by_key: dict[str, Incoming] = {}
     for inc in incoming:
         old = by_key.get(inc.learner)
         if old is not None:
-            newer = inc if _when(inc) >= _when(old) else old
+            newer, older = (inc, old) if _when(inc) >= _when(old) else (old, inc)
             notes.append(
-                f"learner {inc.learner} appears in {old.origin} and {inc.origin}: using {newer.origin}"
+                Skipped(
+                    older.origin,
+                    msg(
+                        "learner {learner} is also in {other}, which is used",
+                        learner=inc.learner,
+                        other=newer.origin,
+                    ),
+                    learner_like,
+                )
             )
             inc = newer
         by_key[inc.learner] = inc
@@ -536,13 +872,21 @@ def _merge_duplicates(incoming: list[Incoming], notes: list[str]) -> list[Incomi
 
 
 def _when(inc: Incoming) -> float:
-    return inc.submitted_at.timestamp() if inc.submitted_at else float("-inf")
+    try:
+        return inc.submitted_at.timestamp() if inc.submitted_at else float("-inf")
+    except (OverflowError, ValueError, OSError):
+        return float("-inf")
 
 
 def _parse_time(value) -> datetime | None:
-    if not value:
+    """A Gradescope timestamp, or None: unreadable, or outside 1970-2200 (year 10000 overflowed)."""
+    if isinstance(value, datetime):
+        when = value
+    elif isinstance(value, str) and value.strip() and len(value) < 100:
+        try:
+            when = datetime.fromisoformat(value.strip().replace(" ", "T", 1))
+        except ValueError:
+            return None
+    else:
         return None
-    try:
-        return datetime.fromisoformat(str(value).strip().replace(" ", "T", 1))
-    except ValueError:
-        return None
+    return when if 1970 <= when.year <= 2200 else None

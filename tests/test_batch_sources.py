@@ -59,7 +59,7 @@ def test_folder_layout_subfolders_single_files_nested_folders_and_learner_zips(t
         "alice": {"data.py": b"A"}, "bob": {"data.py": b"B"}, "carol": {"data.py": b"C"},
         "dave": {"data.py": b"D"}, "empty": {}, "erin": {"data.py": b"E"}}
     assert all(v.problem is None for v in got.values())
-    assert any("notes.txt" in n for n in found.notes)
+    assert [(n.entry, n.learner_like) for n in found.notes] == [("notes.txt", False)]
 
 
 def test_folder_layout_refuses_symlinks_and_ambiguity_per_learner(tmp_path):
@@ -143,7 +143,7 @@ def test_gradescope_export_metadata_and_group_submissions(tmp_path):
     assert got["A100"].files == {"data.py": b"solo"} and got["A100"].email == "solo@example.edu"
     assert got["A200"].files == got["two@example.edu"].files == {"data.py": b"pair"}
     assert got["A100"].submitted_at is not None
-    assert any("submission_9999" in n for n in found.notes)
+    assert any(n.entry == "submission_9999" and n.learner_like for n in found.notes)
 
 
 def test_a_zip_source_is_read_like_its_folder(tmp_path):
