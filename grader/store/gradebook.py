@@ -282,6 +282,20 @@ class Gradebook:
                 )
             return done
 
+    def grader_failures(self, submission_id: int, version_id: int) -> int:
+        """How many times the grader itself failed on this submission and exercise version (its
+        `error` runs) since its last final grade: what `grader batch` counts its retries by."""
+        with self.sessions() as s:
+            runs = s.execute(
+                select(GradeRun.status)
+                .where(GradeRun.submission_id == submission_id, GradeRun.exercise_id == version_id)
+                .order_by(GradeRun.attempt)
+            ).all()
+        failures = 0
+        for (status,) in runs:
+            failures = 0 if status in FINAL_STATUSES else failures + (status == "error")
+        return failures
+
     def record(
         self,
         submission_id: int,
