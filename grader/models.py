@@ -122,7 +122,7 @@ class Said(Record):
         params = data.get("message_params")
         if isinstance(params, dict):
             half = Room(room.left // 2)
-            data["message_params"] = bounded(params, half)
+            data["message_params"] = bounded(params, half, in_message=True)
             room.take(room.left // 2 - half.left)
         if isinstance(data.get("message"), str):
             data["message"] = bounded(data["message"], room)
@@ -295,8 +295,9 @@ class Grade(Record):
         if sum(p._text_bytes for p in parts) <= GRADE_TEXT_BYTES:
             return self
         limits: dict[int, int] = {}
-        left, count = GRADE_TEXT_BYTES, len(parts)
-        floor = min(GRADE_PART_BYTES, GRADE_TEXT_BYTES // count)
+        # shared out a little below the cap, so that the grade read back is not cut again
+        left, count = GRADE_TEXT_BYTES - GRADE_TEXT_BYTES // 16, len(parts)
+        floor = min(GRADE_PART_BYTES, left // count)
         for i in sorted(range(count), key=lambda i: parts[i]._text_bytes):
             share = max(floor, left // max(count, 1))
             if parts[i]._text_bytes > share:

@@ -9,6 +9,7 @@ grader but its limits, so the models, the store, the reports and the CLI can all
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -121,12 +122,13 @@ class Room:
 _SCALAR_BYTES = 8  # what a number, a boolean or None is charged
 
 
-def bounded(value: Any, room: Room, depth: int = 0) -> Any:
+def bounded(value: Any, room: Room, depth: int = 0, *, in_message: bool = False) -> Any:
     """`value` as plain data a grade may keep: every string `clean_text` and cut (marked) to what
     `room` has left, at most DATA_ITEMS entries in a list or dict (entries that find no room are
     dropped), nothing nested deeper than DATA_DEPTH. Work is bounded by the room, not the value:
     a 100 MB string costs what its first bytes that fit do. The id of a nested message
-    (`{"id": ..., "params": ...}`) is kept whole, so the message still renders."""
+    (`{"id": ..., "params": ...}`) is kept whole, so the message still renders, and messages
+    nested in messages (the grader's own structure, as `join` makes it) do not count as depth."""
     if value is None or isinstance(value, (bool, int, float)):
         room.take(_SCALAR_BYTES)
         return value
@@ -134,28 +136,11 @@ def bounded(value: Any, room: Room, depth: int = 0) -> Any:
         text = cap_bytes(clean_text(value[: max(room.left, 0) + 1]), room.left)
         room.take(utf8_len(text) + 2)
         return text
-    if depth >= DATA_DEPTH:
+    if depth >= DATA_DEPTH and not in_message:
         room.take(2)
         return [] if isinstance(value, (list, tuple)) else {} if isinstance(value, dict) else ""
     if isinstance(value, dict):
-        is_message = isinstance(value.get("id"), str) and isinstance(value.get("params", {}), dict)
-        out: dict = {}
-        entries = list(value.items())[:DATA_ITEMS]
-        for i, (key, item) in enumerate(entries):
-            if room.left <= 0:
-                break
-            name = clean_text(str(key)[:SHORT_CHARS])
-            room.take(utf8_len(name) + 4)
-            if is_message and name == "id":
-                out[name] = clean_text(str(item)[:MSGID_CHARS])
-                room.take(len(out[name]))
-                continue
-            # each entry gets an equal share of what is left (what it leaves passes on), so one
-            # huge param cannot crowd out the others a message needs to render
-            share = Room(max(room.left, 0) // (len(entries) - i))
-            out[name] = bounded(item, share, depth + 1)
-            room.take(max(room.left, 0) // (len(entries) - i) - share.left)
-        return out
+        return _bounded_dict(value, room, depth, in_message)
     if isinstance(value, (list, tuple)):
         items = []
         for i, item in enumerate(value):
@@ -165,6 +150,55 @@ def bounded(value: Any, room: Room, depth: int = 0) -> Any:
             room.take(1)
         return items
     return bounded(str(value)[: max(room.left, 0) + 1], room, depth)
+
+
+def _bounded_dict(value: dict, room: Room, depth: int, in_message: bool) -> dict:
+    """`bounded` for a dict. When it does not fit, its room is shared out as water fills: the
+    entries that need less than an equal share keep all they need, the others an equal share
+    of the rest, so one huge param cannot crowd out the others a message needs to render."""
+    is_message = _is_message(value)
+    entries = [(clean_text(str(k)[:SHORT_CHARS]), v) for k, v in itertools.islice(value.items(), DATA_ITEMS)]
+
+    def entry(name: str, item: Any, part: Room) -> Any:
+        if is_message and name == "id":  # the grader's msgid: whole, or the message cannot render
+            part.take(len(str(item)[:MSGID_CHARS]))
+            return clean_text(str(item)[:MSGID_CHARS])
+        if is_message and name == "params" and isinstance(item, dict):
+            return bounded(item, part, depth, in_message=True)
+        if in_message and _is_message(item):  # a message inside a message is not nesting
+            return bounded(item, part, depth)
+        return bounded(item, part, depth + 1)
+
+    available = max(room.left, 0)
+    needs = []
+    for name, item in entries:  # what each entry takes within all the room there is
+        probe = Room(available)
+        entry(name, item, probe)
+        needs.append(available - probe.left + utf8_len(name) + 4)
+    shares = list(needs)
+    if sum(needs) > available:
+        left, count = available, len(entries)
+        for i in sorted(range(len(entries)), key=needs.__getitem__):
+            shares[i] = min(needs[i], left // count)
+            left, count = left - shares[i], count - 1
+    out: dict = {}
+    for (name, item), share in zip(entries, shares, strict=True):
+        cost = utf8_len(name) + 4
+        if share <= cost:
+            continue  # no room for this entry at all
+        part = Room(share - cost)
+        out[name] = entry(name, item, part)
+        room.take(share - part.left)
+    return out
+
+
+def _is_message(value: Any) -> bool:
+    """Whether `value` is a message as data (grader.locale.Message.to_data)."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("id"), str)
+        and isinstance(value.get("params", {}), dict)
+    )
 
 
 def data_bytes(value: Any) -> int:

@@ -168,6 +168,24 @@ def test_every_part_of_a_grade_is_bounded_and_the_whole_within_the_grade_text_ca
     assert len(json.dumps(error.model_dump(), ensure_ascii=False).encode()) < MESSAGE_BYTES + 512
 
 
+DATA = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=300),
+    lambda inner: st.lists(inner, max_size=30) | st.dictionaries(st.text(max_size=20), inner, max_size=30),
+    max_leaves=200,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(DATA, st.integers(min_value=0, max_value=4096))
+def test_bounded_data_stays_within_its_room_and_is_storable(value, room):
+    from grader.text import Room, bounded, data_bytes
+
+    kept = bounded({"v": value}, Room(room))
+    assert data_bytes(kept) <= room + 64  # a last scalar or key may overrun by its own few bytes
+    json.dumps(kept, ensure_ascii=False).encode("utf-8")  # no lone surrogate, no NUL left
+    assert "\x00" not in json.dumps(kept, ensure_ascii=False)
+
+
 # -- 2. terminal sequences in ids and member names -----------------------------------------------
 
 HOSTILE_IDS = (

@@ -2,9 +2,10 @@
 
 Small click functions over grader/batch.py and grader/store (imported when a command runs, so
 `grader grade` does not pay for SQLAlchemy or torch). Exit codes: 0 done; 1 done, but some
-submissions could not be graded because the grader failed (run the command again to retry them);
-2 usage or input error (unknown exercise, unreadable SOURCE, unusable or missing gradebook, jail
-refused).
+submissions could not be graded because the grader failed (run the command again to retry them:
+limits.GRADER_ATTEMPTS gradings in all, then a final `crash`); 2 usage or input error (unknown
+exercise, unreadable SOURCE, unusable or missing gradebook, jail refused). Every echo of data
+goes through grader.cli.common.echo (no raw terminal sequences).
 """
 
 from __future__ import annotations
