@@ -167,6 +167,36 @@ def network(tcp_port, abstract_name):
     }
 
 
+def open_sockets(attempts):
+    """socket(family, type, protocol) for each named attempt: "created", or the errno's name."""
+    out = {}
+    for name, (family, kind, protocol) in attempts.items():
+        try:
+            socket.socket(family, kind, protocol).close()
+            out[name] = "created"
+        except OSError as exc:
+            out[name] = errno.errorcode.get(exc.errno or 0, str(exc))
+    return out
+
+
+def listing(folders):
+    """The names in each folder, or None where it cannot be listed."""
+    out: dict[str, list[str] | None] = {}
+    for folder in folders:
+        try:
+            out[folder] = sorted(os.listdir(folder))
+        except OSError:
+            out[folder] = None
+    return out
+
+
+def importable(names):
+    """Which top-level modules the jail's interpreter can find."""
+    import importlib.util
+
+    return {name: importlib.util.find_spec(name) is not None for name in names}
+
+
 def fork_many(n, seconds=3.0):
     """Fork up to n children that sleep; count how many the limits let through."""
     pids, error = [], None

@@ -264,6 +264,8 @@ SECCOMP_RET_KILL_PROCESS = 0x80000000
 SECCOMP_RET_ERRNO = 0x00050000
 SECCOMP_RET_ALLOW = 0x7FFF0000
 ENOSYS = 38
+EPROTONOSUPPORT = 93
+EAFNOSUPPORT = 97
 
 # x86_64 numbers. Each of these kills the process (SIGSYS), which the grader reports as `sandbox`.
 DENIED_X86_64 = {
@@ -315,10 +317,39 @@ DENIED_X86_64 = {
     "mount_setattr": 442,
 }
 SYS_CLONE_X86_64, SYS_CLONE3_X86_64 = 56, 435
+SYS_SOCKET_X86_64, SYS_SOCKETPAIR_X86_64 = 41, 53
+
+# Socket families a jail may open: AF_UNIX (the worker's own pipes are socketpairs), AF_INET and
+# AF_INET6 (namespaced: the jail's network has only its own loopback), and AF_NETLINK for
+# NETLINK_ROUTE alone (glibc's if_nameindex and getaddrinfo ask it about the jail's interfaces).
+# Every other family fails with EAFNOSUPPORT, an OSError learner code can handle: AF_VSOCK is not
+# namespaced at all and reaches the host, and AF_PACKET, AF_ALG, AF_KEY, AF_BLUETOOTH, AF_XDP,
+# the other netlink protocols ... are kernel surface no learner needs.
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+NETLINK_ROUTE = 0
+ALLOWED_FAMILIES = (AF_UNIX, AF_INET, AF_INET6)
+DENIED_FAMILIES = {  # each a doctor check (grader/doctor.py): its socket() must fail in a jail
+    "AF_PACKET": 17,
+    "AF_VSOCK": 40,
+    "AF_ALG": 38,
+    "AF_KEY": 15,
+    "AF_BLUETOOTH": 31,
+    "AF_XDP": 44,
+    "AF_TIPC": 30,
+    "AF_CAN": 29,
+    "AF_RDS": 21,
+}
+DENIED_NETLINK = {
+    "NETLINK_SOCK_DIAG": 4,
+    "NETLINK_AUDIT": 9,
+    "NETLINK_KOBJECT_UEVENT": 15,
+    "NETLINK_GENERIC": 16,
+}
+SUPPORTED_MACHINES = ("x86_64", "AMD64")  # the filter's system call numbers are x86_64's only
 
 
-def seccomp_supported() -> bool:
-    return platform.machine() in ("x86_64", "AMD64")
+def seccomp_supported(machine: str | None = None) -> bool:
+    return (machine or platform.machine()) in SUPPORTED_MACHINES
 
 
 def _bpf_program():
@@ -340,6 +371,7 @@ def _bpf_program():
     for nr in sorted(DENIED_X86_64.values()):
         prog += [jump(JEQ, nr, 0, 1), stmt(RET, SECCOMP_RET_KILL_PROCESS)]
     prog += [jump(JEQ, SYS_CLONE3_X86_64, 0, 1), stmt(RET, SECCOMP_RET_ERRNO | ENOSYS)]
+    prog += _socket_family_filter(stmt, jump)
     prog += [
         jump(JEQ, SYS_CLONE_X86_64, 0, 3),  # clone: only without namespace flags
         stmt(LD_W_ABS, 16),  # args[0], low 32 bits
@@ -348,6 +380,31 @@ def _bpf_program():
         stmt(RET, SECCOMP_RET_ALLOW),
     ]
     return b"".join(prog)
+
+
+def _socket_family_filter(stmt, jump) -> list:
+    """socket(2) and socketpair(2) by domain (args[0], an int: its low 32 bits), and for
+    AF_NETLINK by protocol (args[2]). Entered and left with the system call number loaded."""
+    LD_W_ABS, JEQ, RET = 0x20, 0x15, 0x06
+    allow = [stmt(RET, SECCOMP_RET_ALLOW)]
+    deny_family = [stmt(RET, SECCOMP_RET_ERRNO | EAFNOSUPPORT)]
+    netlink = [  # A holds the domain; not netlink: denied
+        jump(JEQ, AF_NETLINK, 0, 4),
+        stmt(LD_W_ABS, 32),  # args[2], the protocol
+        jump(JEQ, NETLINK_ROUTE, 0, 1),
+        *allow,
+        stmt(RET, SECCOMP_RET_ERRNO | EPROTONOSUPPORT),
+    ]
+    families = []
+    for i, family in enumerate(ALLOWED_FAMILIES):
+        # an allowed family jumps to the `allow` after the remaining family tests and netlink
+        families.append(jump(JEQ, family, len(ALLOWED_FAMILIES) - 1 - i + len(netlink) + len(deny_family), 0))
+    check = [stmt(LD_W_ABS, 16), *families, *netlink, *deny_family, *allow]  # args[0], the domain
+    return [
+        jump(JEQ, SYS_SOCKET_X86_64, 1, 0),
+        jump(JEQ, SYS_SOCKETPAIR_X86_64, 0, len(check)),
+        *check,
+    ]
 
 
 def install_seccomp() -> bool:
