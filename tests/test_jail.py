@@ -52,7 +52,7 @@ def test_a_jail_is_unprivileged_alone_and_filtered(tmp_path, zygote):
         me = call(jail, "identity")
         assert me["pid"] == 1                           # PID 1 of a namespace of its own
         assert me["cap_eff"].strip("0") == "" and me["no_new_privs"] == "1"
-        assert me["seccomp"] == "2" or platform.machine() != "x86_64"
+        assert me["seccomp"] == ("2" if sandbox.seccomp_supported() else "0")
         if os.geteuid() == 0:
             assert me["uid"] >= launcher.UID_BASE and me["groups"] == []
         assert me["cwd"] == "/submission" and me["hostname"] == "jail"
@@ -307,11 +307,11 @@ def test_weights_load_with_the_next_request_and_fail_the_check_that_asked(tmp_pa
 
 # -- the seccomp filter, run by a small classic-BPF interpreter -------------------------------------
 
-def run_filter(nr: int, args=(0, 0, 0, 0, 0, 0), arch=sandbox.AUDIT_ARCH_X86_64) -> int:
-    """What the filter returns for one system call: the kernel's reading of seccomp_data."""
-    program = sandbox._bpf_program()
+def run_filter(nr: int, args=(0, 0, 0, 0, 0, 0), arch="x86_64", audit=None) -> int:
+    """What the filter for `arch` returns for one system call: the kernel's reading of seccomp_data."""
+    program = sandbox._bpf_program(arch)
     code = [struct.unpack("HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
-    data = struct.pack("<iIQ6Q", nr, arch, 0, *args)
+    data = struct.pack("<iIQ6Q", nr, sandbox.AUDIT_ARCH[arch] if audit is None else audit, 0, *args)
     pc, acc = 0, 0
     while True:
         op, jt, jf, k = code[pc]
@@ -324,30 +324,49 @@ def run_filter(nr: int, args=(0, 0, 0, 0, 0, 0), arch=sandbox.AUDIT_ARCH_X86_64)
             pc += 1 + (jt if taken else jf)
 
 
-SOCKET, SOCKETPAIR = sandbox.SYS_SOCKET_X86_64, sandbox.SYS_SOCKETPAIR_X86_64
+ARCHES = sorted(sandbox.SYSCALLS)
 
 
-@pytest.mark.parametrize("nr", [SOCKET, SOCKETPAIR])
-def test_the_filter_denies_socket_families_beyond_unix_and_ip_with_an_errno(nr):
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("call", ["socket", "socketpair"])
+def test_the_filter_denies_socket_families_beyond_unix_and_ip_with_an_errno(arch, call):
+    nr = sandbox.SYSCALLS[arch][call]
     allow, errno_ = sandbox.SECCOMP_RET_ALLOW, sandbox.SECCOMP_RET_ERRNO
     for family in (sandbox.AF_UNIX, sandbox.AF_INET, sandbox.AF_INET6):
-        assert run_filter(nr, (family, 1, 0, 0, 0, 0)) == allow
-        assert run_filter(nr, ((7 << 32) | family, 1, 0, 0, 0, 0)) == allow   # an int: low 32 bits
-    assert run_filter(nr, (sandbox.AF_NETLINK, 3, sandbox.NETLINK_ROUTE, 0, 0, 0)) == allow
+        assert run_filter(nr, (family, 1, 0, 0, 0, 0), arch) == allow
+        assert run_filter(nr, ((7 << 32) | family, 1, 0, 0, 0, 0), arch) == allow   # an int: low 32 bits
+    assert run_filter(nr, (sandbox.AF_NETLINK, 3, sandbox.NETLINK_ROUTE, 0, 0, 0), arch) == allow
     for protocol in sandbox.DENIED_NETLINK.values():
-        assert run_filter(nr, (sandbox.AF_NETLINK, 3, protocol, 0, 0, 0)) == errno_ | sandbox.EPROTONOSUPPORT
+        got = run_filter(nr, (sandbox.AF_NETLINK, 3, protocol, 0, 0, 0), arch)
+        assert got == errno_ | sandbox.EPROTONOSUPPORT
     for family in [*sandbox.DENIED_FAMILIES.values(), 0, 3, 45, 46, 255, 0xFFFFFFFF]:
-        assert run_filter(nr, (family, 1, 0, 0, 0, 0)) == errno_ | sandbox.EAFNOSUPPORT, family
+        assert run_filter(nr, (family, 1, 0, 0, 0, 0), arch) == errno_ | sandbox.EAFNOSUPPORT, family
 
 
-def test_the_filter_still_kills_what_it_killed_and_allows_the_rest():
+@pytest.mark.parametrize("arch", ARCHES)
+def test_the_filter_kills_what_it_denies_and_allows_the_rest(arch):
+    calls = sandbox.SYSCALLS[arch]
     kill, allow = sandbox.SECCOMP_RET_KILL_PROCESS, sandbox.SECCOMP_RET_ALLOW
-    assert all(run_filter(nr) == kill for nr in sandbox.DENIED_X86_64.values())
-    assert run_filter(0) == allow and run_filter(1) == allow                      # read, write
-    assert run_filter(sandbox.SYS_CLONE_X86_64, (0x11, 0, 0, 0, 0, 0)) == allow   # fork
-    assert run_filter(sandbox.SYS_CLONE_X86_64, (sandbox.CLONE_NEWUSER, 0, 0, 0, 0, 0)) == kill
-    assert run_filter(SOCKET, (sandbox.AF_INET, 1, 0, 0, 0, 0), arch=0x40000003) == kill   # i386
-    assert run_filter(sandbox.X32_SYSCALL_BIT | SOCKET, (sandbox.AF_INET, 1, 0, 0, 0, 0)) == kill
+    denied = [calls[name] for name in sandbox.DENIED if name in calls]
+    assert len(denied) >= len(sandbox.DENIED) - 2                       # iopl, ioperm: x86 only
+    assert all(run_filter(nr, arch=arch) == kill for nr in denied)
+    ordinary = set(range(0, 300)) - set(calls.values())                 # read, write, mmap ...
+    assert all(run_filter(nr, arch=arch) == allow for nr in ordinary)
+    assert run_filter(calls["clone"], (0x11, 0, 0, 0, 0, 0), arch) == allow        # fork
+    assert run_filter(calls["clone"], (sandbox.CLONE_NEWUSER, 0, 0, 0, 0, 0), arch) == kill
+    assert run_filter(calls["clone3"], arch=arch) == sandbox.SECCOMP_RET_ERRNO | sandbox.ENOSYS
+    for other in (0x40000003, 0x40000028, *(a for n, a in sandbox.AUDIT_ARCH.items() if n != arch)):
+        assert run_filter(calls["socket"], (sandbox.AF_INET, 1, 0, 0, 0, 0), arch, audit=other) == kill
+    if arch == "x86_64":
+        x32 = sandbox.X32_SYSCALL_BIT | calls["socket"]
+        assert run_filter(x32, (sandbox.AF_INET, 1, 0, 0, 0, 0), arch) == kill
+
+
+def test_each_machine_runs_its_own_filter():
+    assert sandbox.filter_arch("x86_64") == sandbox.filter_arch("AMD64") == "x86_64"
+    assert sandbox.filter_arch("aarch64") == sandbox.filter_arch("arm64") == "aarch64"
+    assert sandbox.filter_arch("riscv64") is None and not sandbox.seccomp_supported("s390x")
+    assert sandbox._bpf_program("x86_64") != sandbox._bpf_program("aarch64")
 
 
 SOCKETS = """
@@ -381,22 +400,23 @@ def test_learner_code_sees_a_denied_socket_as_an_oserror(tmp_path, zygote):
 
 def test_on_an_architecture_without_the_filter_the_doctor_fails(monkeypatch):
     me = {"uid": launcher.UID_BASE + 1, "euid": launcher.UID_BASE + 1, "cap_eff": "0", "cap_prm": "0",
-          "no_new_privs": "1", "groups": [], "seccomp": "0", "env": ["PATH"]}
-    for machine, contained in (("x86_64", False), ("aarch64", False), ("riscv64", False)):
-        monkeypatch.setattr(platform, "machine", lambda machine=machine: machine)
+          "no_new_privs": "1", "groups": [], "seccomp": "2", "env": ["PATH"]}
+
+    def seccomp_finding(machine, status):
+        monkeypatch.setattr(platform, "machine", lambda: machine)
         report = doctor.Report("bubblewrap")
-        doctor._identity(report, lambda fn: me, zygote=None)
-        found = {f.attack: f for f in report.findings}["a seccomp filter is installed"]
-        assert found.contained is contained and not report.ok, report.render()
-    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
-    report = doctor.Report("bubblewrap")
-    doctor._identity(report, lambda fn: {**me, "seccomp": "2"}, zygote=None)
-    found = {f.attack: f for f in report.findings}["a seccomp filter is installed"]
-    assert not found.contained and "aarch64" in found.detail and not report.ok
-    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
-    report = doctor.Report("bubblewrap")
-    doctor._identity(report, lambda fn: {**me, "seccomp": "2"}, zygote=None)
-    assert report.ok, report.render()
+        doctor._identity(report, lambda fn: {**me, "seccomp": status}, zygote=None)
+        return {f.attack: f for f in report.findings}["a seccomp filter is installed"], report
+
+    for machine in ("riscv64", "s390x", "ppc64le"):            # no filter there: never a pass
+        for status in ("0", "2"):
+            found, report = seccomp_finding(machine, status)
+            assert not found.contained and machine in found.detail and not report.ok
+    for machine in ("x86_64", "aarch64"):
+        found, report = seccomp_finding(machine, "0")             # a filter due, none installed
+        assert not found.contained and not report.ok
+        found, report = seccomp_finding(machine, "2")
+        assert found.contained and report.ok, report.render()
 
 
 # -- what of site-packages a jail sees -------------------------------------------------------------
