@@ -483,3 +483,17 @@ def test_a_jail_sees_only_the_standard_library_and_the_jails_distributions(tmp_p
         assert set(names or []) <= allowed.get(folder, set()), (folder, names)
     assert found == {name: name in ("torch", "numpy", "msgpack", "sympy", "json", "sqlite3", "ctypes")
                      for name in wanted}
+
+
+def test_a_private_package_installed_into_site_packages_is_simply_not_bound(monkeypatch):
+    """pip install . puts the grader and its exercises into site-packages: masking them there would
+    need a mount point in the read-only site view; they are left out of it instead."""
+    site = next(iter(launcher.jail_site_entries()))
+    hidden = [site / "grader", site / "exercises", site / "torch" / "nothing-private"]
+    monkeypatch.setattr(launcher, "private_paths", lambda: hidden)
+    monkeypatch.setattr(Path, "is_dir", lambda self: True)
+    argv = launcher.bwrap_argv("/usr/bin/bwrap", 3)
+    masked = {argv[i + 1] for i, a in enumerate(argv) if a == "--tmpfs"}
+    assert str(site / "grader") not in masked and str(site / "exercises") not in masked
+    assert str(site / "torch" / "nothing-private") in masked          # inside a bound entry: masked
+    assert launcher.shown_in_site(Path("/etc/x"), [Path("/")], [site], {}) is True

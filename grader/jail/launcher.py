@@ -218,6 +218,17 @@ def site_folders() -> list[Path]:
     return sorted(unique)
 
 
+def shown_in_site(
+    path: Path, visible: list[Path], folders: list[Path], entries: dict[Path, tuple[str, ...]]
+) -> bool:
+    """Whether `path` is visible as far as site-packages go: outside every masked folder, or inside
+    one of the entries bound into it."""
+    for folder in folders:
+        if _is_within(path, folder) and any(_is_within(folder, root) for root in visible):
+            return any(_is_within(path, folder / name) for name in entries.get(folder, ()))
+    return True
+
+
 def site_argv(visible: list[Path], folders: list[Path], entries: dict[Path, tuple[str, ...]]) -> list[str]:
     """Each site-packages folder inside a visible root becomes an empty read-only tmpfs holding
     read-only binds of the jail's distributions' entries only."""
@@ -293,8 +304,11 @@ def bwrap_argv(bwrap: str, control_fd: int, warm: str = "full", tmp_mb: int = Li
                 argv += ["--perms", "0755", "--dir", str(parent)]
     for root in roots:
         argv += ["--ro-bind", str(root), str(root)]
-    argv += site_argv([*roots, Path("/usr")], site_folders(), jail_site_entries())
+    visible, entries = [*roots, Path("/usr")], jail_site_entries()
+    argv += site_argv(visible, site_folders(), entries)
     for hidden in private_paths():
+        if not shown_in_site(hidden, visible, site_folders(), entries):
+            continue  # in a site-packages folder, not bound into it (e.g. the grader pip-installed)
         for root in roots:
             if _is_within(hidden, root) and hidden.is_dir():
                 # masked: an empty, read-only folder

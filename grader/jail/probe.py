@@ -61,8 +61,8 @@ def find(needle, roots, skip=(), max_files=20000, max_seconds=20.0):
             if dirpath.startswith(skip) and dirpath not in roots:
                 dirnames[:] = []
                 continue
-            dirnames[:] = [d for d in dirnames if not os.path.join(dirpath, d).startswith(skip)]
-            for name in filenames:
+            dirnames[:] = sorted(d for d in dirnames if not os.path.join(dirpath, d).startswith(skip))
+            for name in sorted(filenames):
                 path = os.path.join(dirpath, name)
                 seen += 1
                 if seen > max_files or time.monotonic() - start > max_seconds:
@@ -95,14 +95,14 @@ def processes(needle):
     return {"pids": sorted(seen), "hits": hits}
 
 
-def writable(roots, skip=("/proc", "/sys"), max_dirs=20000):
-    """Directories in which a new file can actually be created."""
+def writable(roots, skip=("/proc", "/sys"), max_dirs=200_000):
+    """Directories in which a new file can actually be created (every one, or complete: False)."""
     found: list[str] = []
     n = 0
     token = f".grader-doctor-{os.getpid()}-{time.monotonic_ns()}"
     for root in roots:
         for dirpath, dirnames, _ in os.walk(root, onerror=lambda e: None):
-            dirnames[:] = [d for d in dirnames if not os.path.join(dirpath, d).startswith(skip)]
+            dirnames[:] = sorted(d for d in dirnames if not os.path.join(dirpath, d).startswith(skip))
             n += 1
             if n > max_dirs:
                 return {"dirs": found, "complete": False}
