@@ -278,6 +278,15 @@ class Tally:
     aborted: str | None = None
     error_messages: list[str] = field(default_factory=list)
     given_up_messages: list[str] = field(default_factory=list)
+    # SOURCE as read: every entry skipped (sources.Skipped.as_dict), and each learner whose
+    # files could not be read as found ({"learner", "reason"}: an invalid-submission grade)
+    skipped_entries: list[dict] = field(default_factory=list)
+    unreadable_found: list[dict] = field(default_factory=list)
+
+    @property
+    def skipped_learners(self) -> int:
+        """Skipped entries that look like a learner's (a folder, archive or exercise file)."""
+        return sum(e["learner_like"] for e in self.skipped_entries)
 
     @property
     def throughput(self) -> float:
@@ -286,6 +295,7 @@ class Tally:
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["throughput_per_s"] = round(self.throughput, 4)
+        d["skipped_learners"] = self.skipped_learners
         return d
 
 
@@ -542,7 +552,14 @@ def run_batch(
     except SourceError as exc:
         raise BatchError(str(exc)) from None
     gradebook = _open(db)
-    tally = Tally(learners=len({i.learner for i in found.incoming}), submissions=len(found.incoming))
+    tally = Tally(
+        learners=len({i.learner for i in found.incoming}),
+        submissions=len(found.incoming),
+        skipped_entries=[n.as_dict() for n in found.notes],
+        unreadable_found=[
+            {"learner": i.learner, "reason": str.__str__(i.problem)} for i in found.incoming if i.problem
+        ],
+    )
     try:
         version_id = gradebook.exercise_version(exercise.id, version, exercise.points, exercise.title.en)
         ids = gradebook.add_submissions(exercise.id, found.incoming)
@@ -554,10 +571,11 @@ def run_batch(
             f"({found.layout} layout); {len(pending)} to grade, {tally.skipped} unchanged since "
             f"graded{' (--force: regrading all)' if force else ''}; gradebook {redact(gradebook.url)}"
         )
-        for note in found.notes[:20]:
-            echo(f"  note: {note}")
-        if len(found.notes) > 20:
-            echo(f"  note: ... and {len(found.notes) - 20} more skipped entries")
+        notes = sorted(found.notes, key=lambda n: not n.learner_like)  # a missing learner first
+        for note in notes[:20]:
+            echo(f"  note: skipped {note.entry}: {note.reason}")
+        if len(notes) > 20:
+            echo(f"  note: ... and {len(notes) - 20} more skipped entries (all in batch.json under --out)")
         problems = {
             i: inc.problem
             for i, inc in zip(ids, found.incoming, strict=True)
@@ -622,18 +640,45 @@ def summary(exercise: Exercise, tally: Tally) -> str:
             "recorded as crash grades that name the cause, not retried (--force grades them again):"
         )
         lines += [f"    {m[:300]}" for m in tally.given_up_messages]
+    if tally.unreadable_found:
+        lines.append(f"  {len(tally.unreadable_found)} could not be read as found (graded 0, invalid-submission):")
+        lines += [f"    {u['learner']}: {u['reason'][:300]}" for u in tally.unreadable_found[:20]]
+        if len(tally.unreadable_found) > 20:
+            lines.append(f"    ... and {len(tally.unreadable_found) - 20} more")
+    if tally.skipped_entries:
+        lines.append(
+            f"  {len(tally.skipped_entries)} entries of SOURCE skipped, {tally.skipped_learners} of them "
+            "a folder, archive or exercise file (listed above, and in batch.json under --out)"
+        )
     return "\n".join(lines)
 
 
 # -- outputs under --out -----------------------------------------------------------------------
 
 
-def safe_name(key: str) -> str:
-    """A file name for a learner id that came from an LMS file name (never a path)."""
+HASHED = re.compile(r"-[0-9a-f]{10}$")
+
+
+def safe_name(key: str, *, hashed: bool = False) -> str:
+    """A file name for a learner id (never a path), one per learner: a name that had to be
+    altered, or that ends like a hashed one (`a_b-0123456789`), ends in a hash of the id, so `a b`
+    and `a_b-<hash>` never meet; `hashed` forces the hash (output_names, for case-blind disks)."""
     name = re.sub(r"[^A-Za-z0-9._@-]", "_", key)[:80].lstrip(".") or "learner"
-    if name != key:
-        name += "-" + hashlib.sha256(key.encode()).hexdigest()[:8]
+    if hashed or name != key or HASHED.search(key):
+        name += "-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return name
+
+
+def output_names(learners) -> dict[str, str]:
+    """learner -> file name, unique in the class even on a case-insensitive file system."""
+    names = {key: safe_name(key) for key in learners}
+    folded: dict[str, list[str]] = {}
+    for key, name in names.items():
+        folded.setdefault(name.casefold(), []).append(key)
+    for keys in folded.values():
+        if len(keys) > 1:
+            names.update({key: safe_name(key, hashed=True) for key in keys})
+    return names
 
 
 def write_outputs(out: Path, gradebook, exercise: Exercise, tally: Tally | None, lang: str) -> list[str]:
@@ -645,8 +690,9 @@ def write_outputs(out: Path, gradebook, exercise: Exercise, tally: Tally | None,
     grades = [c.grade for c in current]
     folder = out / "grades"
     folder.mkdir(exist_ok=True)
+    names = output_names(c.learner for c in current)
     for c in current:  # what `grader grade --format json` prints, from the stored grade
-        (folder / f"{safe_name(c.learner)}.json").write_text(render(c.grade, "json"), encoding="utf-8")
+        (folder / f"{names[c.learner]}.json").write_text(render(c.grade, "json"), encoding="utf-8")
     lines = [f"wrote {len(current)} learner grades to {folder}/"]
     try:
         from reports.class_report import render_class_csv, render_class_html

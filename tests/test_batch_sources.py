@@ -206,3 +206,192 @@ def test_unusable_sources_are_usage_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(SourceError, match="no submissions"):
         read_source(tmp_path / "empty", DATA)
+
+
+# -- issue 12: one learner's damage never breaks the class ------------------------------------------
+
+
+def damaged(files: dict[str, bytes], method: int, only: str | None = None) -> bytes:
+    """A zip whose members' (or member `only`'s) compressed streams have bytes flipped midway."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    raw = bytearray(buf.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(raw))) as zf:
+        for info in zf.infolist():
+            if only and info.filename != only:
+                continue
+            start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+            for k in range(start + info.compress_size // 3, start + info.compress_size // 2):
+                raw[k] ^= 0x5A
+    return bytes(raw)
+
+
+CODE = ("def make_xy(tokens, block):\n    return [t * 7 for t in tokens]\n" * 200).encode()
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_LZMA, zipfile.ZIP_BZIP2])
+def test_a_damaged_stream_in_one_learners_zip_fails_that_learner_alone(tmp_path, method):
+    src = write(tmp_path / "class", {"alice/data.py": "A", "bob/data.py": "B"})
+    (src / "mallory.zip").write_bytes(damaged({"data.py": CODE}, method))
+    got = by_learner(read_source(src, DATA))
+    assert got["alice"].problem is None and got["bob"].files == {"data.py": b"B"}
+    assert "data.py cannot be read from the archive" in got["mallory"].problem
+    archive = tmp_path / "class.zip"                 # the same damage in a member of the class zip
+    archive.write_bytes(damaged({"alice/data.py": CODE, "bob/data.py": b"B"}, method, "alice/data.py"))
+    assert "cannot be read" in by_learner(read_source(archive, DATA))["alice"].problem
+
+
+def test_names_that_are_not_utf8_stay_distinct_and_stable_ids(tmp_path):
+    src = tmp_path / "class"
+    src.mkdir()
+    raw = [b"caf\xe9", b"\xa4\xa4\xa4\xe5", b"caf\xc3\xa9", b" alice", b"alice", b"a\\xe9"]
+    for name in raw:                                  # CP1252, Big5, UTF-8, white space, backslash
+        os.mkdir(os.fsencode(src) + b"/" + name)
+        (Path(os.fsdecode(os.fsencode(src) + b"/" + name)) / "data.py").write_text("x")
+    ids = sorted(by_learner(read_source(src, DATA)))
+    assert ids == sorted(["caf\\xe9", "\\xa4\\xa4\\xa4\\xe5", "café", "\\x20alice", "alice", "a\\\\xe9"])
+    assert ids == sorted(by_learner(read_source(src, DATA)))       # the same on every run
+    from grader.store import Gradebook
+
+    db = str(tmp_path / "g.db")
+    for _ in range(2):                                # no IntegrityError, and again on a re-run
+        with Gradebook(db) as gb:
+            gb.add_submissions("day49-data", read_source(src, DATA).incoming)
+    with Gradebook(db) as gb:
+        assert len({s.learner for s in gb.submissions("day49-data", with_files=False)}) == 6
+
+
+def test_canonical_names_are_nfc_visible_and_capped():
+    from grader.sources import canonical_name
+
+    assert canonical_name("Jose\u0301") == canonical_name("Jos\u00e9") == "Jos\u00e9"
+    assert canonical_name("a\tb\x1b]0;x\x07") == "a\\x09b\\x1b]0;x\\x07"
+    assert canonical_name("a b") == "a b" and canonical_name("a ") == "a\\x20"
+    long = canonical_name("x" * 5_000_000)
+    assert len(long) == 256 and long != canonical_name("x" * 4_999_999)
+
+
+def test_output_file_names_are_unique_per_learner():
+    from grader.batch import output_names, safe_name
+
+    hashed = safe_name("a b")
+    assert hashed.startswith("a_b-") and safe_name(hashed) != hashed
+    names = output_names(["a b", hashed, "Alice", "alice", "bob"])
+    assert len({n.casefold() for n in names.values()}) == 5 and names["bob"] == "bob"
+
+
+def test_one_moodle_named_folder_does_not_make_the_class_moodle(tmp_path):
+    src = write(tmp_path / "class", {"alice/data.py": "A", "bob/data.py": "B", "carol/data.py": "C",
+                                     "Dan Ng_77_assignsubmission_file_/data.py": "D",
+                                     "Dan Ng_77_assignsubmission_onlinetext_/onlinetext.html": "t"})
+    found = read_source(src, DATA)
+    assert found.layout == "moodle+folder"
+    assert sorted(by_learner(found)) == ["77", "alice", "bob", "carol"]
+    assert [(n.entry, n.learner_like) for n in found.notes] == [
+        ("Dan Ng_77_assignsubmission_onlinetext_", False)]
+
+
+def test_gradescope_metadata_bombs_are_refused_or_bounded(tmp_path):
+    def source(meta: str) -> Path:
+        return write(tmp_path / f"gs{len(list(tmp_path.iterdir()))}",
+                     {"submission_metadata.yml": meta, "submission_1/data.py": "A"})
+
+    nested = "submission_1:\n  :x: " + "[" * 5000 + "]" * 5000 + "\n"
+    with pytest.raises(SourceError, match="nested more than"):
+        read_source(source(nested), DATA)
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+    bomb += "submission_1:\n  :submitters:\n  - :sid: *i\n"
+    with pytest.raises(SourceError, match="aliases"):
+        read_source(source(bomb), DATA)
+    late = "submission_1:\n  :created_at: 10000-01-01 00:00:00\n  :submitters:\n  - :sid: '42'\n"
+    got = by_learner(read_source(source(late), DATA))
+    assert got["42"].submitted_at is None and got["42"].files == {"data.py": b"A"}
+
+
+def eocd_zip(entries: int, directory_size: int = 0) -> bytes:
+    """An empty archive whose End Of Central Directory record claims what it is given."""
+    import struct
+    return struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, min(entries, 0xFFFF), min(entries, 0xFFFF),
+                       directory_size, 0, 0)
+
+
+def test_archive_caps_bite_before_zipfile_parses_the_directory(tmp_path, monkeypatch):
+    import tracemalloc
+
+    archive = tmp_path / "huge.zip"                  # 1.4 million real entries, 64 MB of directory
+    entry = zipfile.ZipInfo("x")
+    one = io.BytesIO()
+    with zipfile.ZipFile(one, "w") as zf:
+        zf.writestr(entry, b"")
+    raw = one.getvalue()
+    cd_at = raw.index(b"PK\x01\x02")
+    local, header = raw[:cd_at], raw[cd_at:raw.index(b"PK\x05\x06")]
+    n = 1_400_000
+    import struct
+    with open(archive, "wb") as fh:
+        fh.write(local)
+        fh.write(header * n)
+        fh.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 1000, 1000, len(header) * n,
+                             len(local), 0))
+    tracemalloc.start()
+    with pytest.raises(SourceError, match="central directory of"):
+        read_source(archive, DATA)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 << 20                            # zipfile built nothing (686 MB before)
+    monkeypatch.setattr("grader.sources.MAX_ARCHIVE_MEMBERS", 20)
+    lying = bytearray(zip_bytes({f"s{i}/data.py": "x" for i in range(50)}))
+    at = lying.rindex(b"PK\x05\x06")
+    lying[at + 8:at + 12] = struct.pack("<2H", 3, 3)  # the record claims 3 entries: walked anyway
+    (tmp_path / "lying.zip").write_bytes(bytes(lying))
+    with pytest.raises(SourceError, match="more than 20"):
+        read_source(tmp_path / "lying.zip", DATA)
+
+
+def test_small_members_count_towards_the_inflation_cap(tmp_path):
+    archive = tmp_path / "class.zip"                 # 100 members of exactly 1 MiB of zeros
+    archive.write_bytes(zip_bytes({f"s{i}/data.py": b"\0" * (1 << 20) for i in range(100)}))
+    assert archive.stat().st_size < 200_000
+    with pytest.raises(SourceError, match="times its own size"):
+        read_source(archive, DATA)
+
+
+def test_a_learner_folder_over_the_file_cap_fails_that_learner_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr("grader.sources.MAX_FOLDER_FILES", 40)
+    src = write(tmp_path / "class", {"alice/data.py": "A", **{f"mallory/f{i}.txt": "" for i in range(200)}})
+    yielded = []
+    real = os.scandir
+
+    class Counting:                                   # how many entries the walk asked for
+        def __init__(self, path):
+            self.it = real(path)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.it.close()
+
+        def __iter__(self):
+            for e in self.it:
+                yielded.append(e.name)
+                yield e
+    monkeypatch.setattr("grader.sources.os.scandir", Counting)
+    got = by_learner(read_source(src, DATA))
+    assert got["alice"].files == {"data.py": b"A"}
+    assert "more than 40 files" in got["mallory"].problem and got["mallory"].files == {}
+    assert len(yielded) < 60                          # the walk stopped at the cap, not at 200
+
+
+def test_every_skipped_entry_is_listed_and_learner_like_ones_are_marked(tmp_path):
+    src = write(tmp_path / "class", {"alice/data.py": "A", "readme.txt": "x"})
+    found = read_source(write(tmp_path / "gs", {
+        "submission_metadata.yml": "submission_1:\n  :submitters: []\n",
+        "submission_1/data.py": "A", "submission_2/data.py": "B"}), DATA)
+    assert sorted((n.entry, n.learner_like) for n in found.notes) == [
+        ("submission_1", True), ("submission_2", True)]
+    assert [n.learner_like for n in read_source(src, DATA).notes] == [False]

@@ -3,7 +3,9 @@
 Small click functions over grader/batch.py and grader/store (imported when a command runs, so
 `grader grade` does not pay for SQLAlchemy or torch). Exit codes: 0 done; 1 done, but some
 submissions could not be graded because the grader failed (run the command again to retry them:
-limits.GRADER_ATTEMPTS gradings in all, then a final `crash`); 2 usage or input error (unknown
+limits.GRADER_ATTEMPTS gradings in all, then a final `crash`), or `batch` skipped an entry of
+SOURCE that looks like a learner's (a folder, archive or exercise file no layout could place) and
+was not given `--allow-skipped`: a learner may be missing; 2 usage or input error (unknown
 exercise, unreadable SOURCE, unusable or missing gradebook, jail refused). Every echo of data
 goes through grader.cli.common.echo (no raw terminal sequences).
 """
@@ -60,8 +62,13 @@ def _run(fn, *args, **kwargs):
     help="Write the class report (class.html), grades.csv and one JSON grade per learner here.",
 )
 @click.option("--force", is_flag=True, help="Regrade every submission, even those already graded.")
+@click.option(
+    "--allow-skipped",
+    is_flag=True,
+    help="Exit 0 even when SOURCE held folders, archives or exercise files that are no learner's.",
+)
 @lang_option
-def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, lang):
+def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, allow_skipped, lang):
     """Grade a class: every learner's submission for EXERCISE in SOURCE, into the gradebook.
 
     SOURCE is a folder or a zip archive: one sub-folder, file or zip per learner, or a Canvas,
@@ -85,6 +92,13 @@ def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, 
         progress=progress,
         echo=echo,
     )
+    if tally.skipped_learners and not allow_skipped:
+        echo(
+            f"exit 1: {tally.skipped_learners} entries of SOURCE that look like a learner's were "
+            "skipped (listed above); check them, or pass --allow-skipped",
+            err=True,
+        )
+        sys.exit(EXIT_FAIL)
     sys.exit(EXIT_FAIL if tally.errors else EXIT_PASS)
 
 
