@@ -641,7 +641,9 @@ def summary(exercise: Exercise, tally: Tally) -> str:
         )
         lines += [f"    {m[:300]}" for m in tally.given_up_messages]
     if tally.unreadable_found:
-        lines.append(f"  {len(tally.unreadable_found)} could not be read as found (graded 0, invalid-submission):")
+        lines.append(
+            f"  {len(tally.unreadable_found)} could not be read as found (graded 0, invalid-submission):"
+        )
         lines += [f"    {u['learner']}: {u['reason'][:300]}" for u in tally.unreadable_found[:20]]
         if len(tally.unreadable_found) > 20:
             lines.append(f"    ... and {len(tally.unreadable_found) - 20} more")

@@ -121,7 +121,9 @@ def canonical_name(raw: str) -> str:
         elif ch == "\\":
             out.append("\\\\")
         elif (ch == " " and i in (0, last)) or (ch != " " and (ch.isspace() or _invisible(ch))):
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+            out.append(
+                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+            )
         else:
             out.append(ch)
     name = "".join(out)
@@ -238,9 +240,7 @@ def read_folder(root: Path, exercise: Exercise) -> Tree:
             seen += len(learner)
             if seen > MAX_ARCHIVE_MEMBERS:
                 raise SourceError(
-                    msg(
-                        "SOURCE: more than {limit} files; is this a class?", limit=MAX_ARCHIVE_MEMBERS
-                    )
+                    msg("SOURCE: more than {limit} files; is this a class?", limit=MAX_ARCHIVE_MEMBERS)
                 )
             tree.update(learner)
     return tree
@@ -449,7 +449,8 @@ def _members(zf: zipfile.ZipFile, exercise: Exercise, max_total: int, budget: in
             continue
         limit = _limit(path.name)
         if info.file_size > limit or (
-            info.file_size > INFLATION_CHECKED_ABOVE and info.file_size > MAX_RATIO * max(info.compress_size, 1)
+            info.file_size > INFLATION_CHECKED_ABOVE
+            and info.file_size > MAX_RATIO * max(info.compress_size, 1)
         ):
             tree[path] = _too_large(path.name, limit)
             continue
@@ -469,7 +470,8 @@ def _members(zf: zipfile.ZipFile, exercise: Exercise, max_total: int, budget: in
         if inflated > budget:
             raise SourceError(
                 msg(
-                    "{label}: inflates to more than {mb} MiB, over {ratio} times its own size; refusing the archive",
+                    "{label}: inflates to more than {mb} MiB, over {ratio} times its own size; "
+                    "refusing the archive",
                     label=label,
                     mb=budget >> 20,
                     ratio=MAX_RATIO,
@@ -792,7 +794,7 @@ def load_metadata(data: bytes, label: str = GRADESCOPE_META):
     import yaml
 
     try:
-        return yaml.load(data.decode("utf-8"), Loader=_metadata_loader()) or {}  # noqa: S506 - bounded SafeLoader
+        return yaml.load(data.decode("utf-8"), Loader=_metadata_loader()) or {}
     except (yaml.YAMLError, UnicodeDecodeError, ValueError, TypeError, RecursionError, OverflowError) as exc:
         raise SourceError(
             msg("{label} is not readable YAML: {error}", label=label, error=str(exc)[:500])

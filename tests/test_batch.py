@@ -307,3 +307,53 @@ def test_usage_errors_exit_2_without_grading(course, tmp_path):
     bad_db = grader("batch", EXERCISE, course["src"], "--db", "postgresql://nobody@127.0.0.1:1/none",
                     exercises=ex, check_rc=2)
     assert "cannot open the gradebook" in bad_db.stderr and "Traceback" not in bad_db.stderr
+
+
+def test_a_class_archive_with_one_damaged_learner_zip_grades_the_others_and_exits_0(course, tmp_path):
+    """Issue 12: one learner's damaged deflate stream fails that learner alone, with a reason."""
+    import io
+    import zipfile
+
+    make_class(EXERCISE, tmp_path / "made", 2, only=("solution",))
+    learners = sorted(p.name for p in (tmp_path / "made").iterdir())
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("data.py", (tmp_path / "made" / learners[0] / "data.py").read_bytes() * 20)
+    raw = bytearray(inner.getvalue())
+    for k in range(60, 120):                           # inside the deflate stream of data.py
+        raw[k] ^= 0x5A
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for name in learners:
+            zf.write(tmp_path / "made" / name / "data.py", f"class/{name}/data.py")
+        zf.writestr("class/mallory.zip", bytes(raw))
+    db, out = str(tmp_path / "g.db"), tmp_path / "out"
+    proc = grader("batch", EXERCISE, archive, "--db", db, "--workers", 1, "--out", out,
+                  exercises=course["exercises"])
+    assert "3 graded now" in proc.stdout and "mallory: data.py cannot be read from the archive" in proc.stdout
+    with Gradebook(db) as gb:
+        current = {c.learner: c.grade for c in gb.current_grades(EXERCISE)}
+    assert all(current[name].passed for name in learners)
+    mallory = current["mallory"].error
+    assert mallory.kind == "invalid-submission" and "data.py" in mallory.message
+    report = json.loads((out / "batch.json").read_text())
+    assert report["unreadable_found"][0]["learner"] == "mallory"
+    assert (out / "grades" / "mallory.json").exists()
+
+
+def test_a_skipped_learner_like_entry_exits_1_unless_allowed(course, tmp_path):
+    """Nothing dropped silently: an unlisted Gradescope submission is listed, and exits 1."""
+    src = tmp_path / "gs"
+    (src / "submission_1").mkdir(parents=True)
+    (src / "submission_2").mkdir()
+    (src / "submission_1" / "work.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)   # no data.py: unreadable
+    (src / "submission_2" / "data.py").write_text("x = 1\n")
+    (src / "submission_metadata.yml").write_text("submission_1:\n  :submitters:\n  - :sid: '7'\n")
+    db, out = str(tmp_path / "g.db"), tmp_path / "out"
+    proc = grader("batch", EXERCISE, src, "--db", db, "--out", out, exercises=course["exercises"],
+                  check_rc=1)
+    assert "skipped submission_2: not listed in submission_metadata.yml" in proc.stdout
+    assert "--allow-skipped" in proc.stderr
+    assert json.loads((out / "batch.json").read_text())["skipped_entries"] == [
+        {"entry": "submission_2", "reason": "not listed in submission_metadata.yml", "learner_like": True}]
+    grader("batch", EXERCISE, src, "--db", db, "--allow-skipped", exercises=course["exercises"])
