@@ -203,6 +203,12 @@ def test_unusable_sources_are_usage_errors(tmp_path):
     (tmp_path / "x.txt").write_text("hi")
     with pytest.raises(SourceError, match="neither a folder nor a zip"):
         read_source(tmp_path / "x.txt", DATA)
+    damaged = tmp_path / "class.zip"                 # a zip whose central directory is garbage
+    data = bytearray(zip_bytes({"alice/data.py": "A", "bob/data.py": "B"}))
+    data[data.index(b"PK\x01\x02"):data.index(b"PK\x01\x02") + 4] = b"XXXX"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(SourceError, match=f"{damaged}: not a readable zip archive"):
+        read_source(damaged, DATA)
     (tmp_path / "empty").mkdir()
     with pytest.raises(SourceError, match="no submissions"):
         read_source(tmp_path / "empty", DATA)
