@@ -67,7 +67,7 @@ MOODLE = re.compile(
 )
 GRADESCOPE_META = "submission_metadata.yml"
 REUPLOAD = re.compile(r"^(?P<stem>.+)-\d+(?P<suffix>\.[^.]+)?$")
-TOO_MANY = "\x00too-many-files"  # a key no canonical name can be (a NUL is always escaped)
+LEARNER_PROBLEM = "\x00learner-problem"  # a key no canonical name can be (a NUL is escaped)
 
 # Whatever reading one archive or one member can raise: zipfile's own errors, the decompressors'
 # (zlib.error, lzma.LZMAError; bz2 raises OSError and ValueError), struct.error from a short header,
@@ -100,8 +100,8 @@ def canonical_name(raw: str) -> str:
       are written `\\xHH`, byte by byte: no guess at the encoding, so two names never merge.
     - Unicode NFC normalisation (macOS writes NFD: the same learner is the same id on Linux).
     - A leading or trailing space, any other white space and any control or format character is
-      written `\\xHH` / `\\uHHHH`, and a backslash `\\\\`: visible, and never stripped, so ids that
-      differ only by white space stay two learners, and the rule is one-to-one.
+      written `\\uHHHH`, and a backslash `\\\\`: visible, and never stripped, so ids that differ
+      only by white space stay two learners, and the rule is one-to-one.
     - Longer than LEARNER_ID_CHARS: cut, and a hash of the whole name appended (still unique).
     """
     try:
@@ -122,7 +122,7 @@ def canonical_name(raw: str) -> str:
             out.append("\\\\")
         elif (ch == " " and i in (0, last)) or (ch != " " and (ch.isspace() or _invisible(ch))):
             out.append(
-                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+                f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"  # \\x is a byte's
             )
         else:
             out.append(ch)
@@ -200,6 +200,12 @@ def _too_large(name: str, limit: int) -> Entry:
     return Entry(problem=msg("{name} is larger than {size} KiB", name=name, size=limit // 1024))
 
 
+def _twice(name: str) -> Entry:
+    """Two entries with one canonical name (NFC and NFD spellings, or a zip's duplicate member):
+    which is the submission cannot be told, so the learner fails, rather than one being dropped."""
+    return Entry(problem=msg("{name} appears twice in the submission", name=name), fatal=True)
+
+
 def _limit(name: str) -> int:
     lower = name.lower()
     if lower.endswith(".zip"):
@@ -237,6 +243,8 @@ def read_folder(root: Path, exercise: Exercise) -> Tree:
                 learner = _read_learner_folder(Path(top.path), key, exercise)
             else:
                 learner = {key: _read_file(top, key.name, exercise)}
+            if key in tree or (key / LEARNER_PROBLEM) in tree:
+                learner = {key / LEARNER_PROBLEM: _twice(str(key))}
             seen += len(learner)
             if seen > MAX_ARCHIVE_MEMBERS:
                 raise SourceError(
@@ -255,7 +263,7 @@ def _read_learner_folder(path: Path, key: PurePosixPath, exercise: Exercise) -> 
         try:
             it = os.scandir(folder)
         except OSError as exc:
-            tree[folder_key / TOO_MANY] = Entry(
+            tree[folder_key / LEARNER_PROBLEM] = Entry(
                 problem=msg("{name} cannot be read: {error}", name=str(folder_key), error=exc.strerror or ""),
                 fatal=True,
             )
@@ -268,7 +276,7 @@ def _read_learner_folder(path: Path, key: PurePosixPath, exercise: Exercise) -> 
                 if count > MAX_FOLDER_FILES:  # stop here: the rest is never listed
                     return {
                         key: Entry(is_dir=True),
-                        key / TOO_MANY: Entry(
+                        key / LEARNER_PROBLEM: Entry(
                             problem=msg(
                                 "{name} holds more than {limit} files and folders; is this a submission?",
                                 name=str(key),
@@ -278,7 +286,9 @@ def _read_learner_folder(path: Path, key: PurePosixPath, exercise: Exercise) -> 
                         ),
                     }
                 child = folder_key / canonical_name(e.name)
-                if e.is_dir(follow_symlinks=False):
+                if child in tree:
+                    tree[key / LEARNER_PROBLEM] = _twice(str(child))
+                elif e.is_dir(follow_symlinks=False):
                     tree[child] = Entry(is_dir=True)
                     stack.append((Path(e.path), child))
                 else:
@@ -436,7 +446,10 @@ def _members(zf: zipfile.ZipFile, exercise: Exercise, max_total: int, budget: in
         if _ignored(path.parts):
             continue
         if info.is_dir():
-            tree[path] = Entry(is_dir=True)
+            tree.setdefault(path, Entry(is_dir=True))
+            continue
+        if path in tree:
+            tree[path] = _twice(str(path))
             continue
         if stat.S_ISLNK(info.external_attr >> 16):
             tree[path] = _symlink(path.name)

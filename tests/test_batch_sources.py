@@ -25,12 +25,12 @@ def write(root: Path, files: dict[str, bytes | str]) -> Path:
     return root
 
 
-def zip_bytes(files: dict[str, bytes | str], symlinks: dict[str, str] = {}) -> bytes:
+def zip_bytes(files: dict[str, bytes | str], symlinks: dict[str, str] | None = None) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
             zf.writestr(name, data)
-        for name, target in symlinks.items():
+        for name, target in (symlinks or {}).items():
             info = zipfile.ZipInfo(name)
             info.external_attr = (stat.S_IFLNK | 0o777) << 16
             zf.writestr(info, target)
@@ -257,7 +257,7 @@ def test_names_that_are_not_utf8_stay_distinct_and_stable_ids(tmp_path):
         os.mkdir(os.fsencode(src) + b"/" + name)
         (Path(os.fsdecode(os.fsencode(src) + b"/" + name)) / "data.py").write_text("x")
     ids = sorted(by_learner(read_source(src, DATA)))
-    assert ids == sorted(["caf\\xe9", "\\xa4\\xa4\\xa4\\xe5", "café", "\\x20alice", "alice", "a\\\\xe9"])
+    assert ids == sorted(["caf\\xe9", "\\xa4\\xa4\\xa4\\xe5", "café", "\\u0020alice", "alice", "a\\\\xe9"])
     assert ids == sorted(by_learner(read_source(src, DATA)))       # the same on every run
     from grader.store import Gradebook
 
@@ -273,8 +273,9 @@ def test_canonical_names_are_nfc_visible_and_capped():
     from grader.sources import canonical_name
 
     assert canonical_name("Jose\u0301") == canonical_name("Jos\u00e9") == "Jos\u00e9"
-    assert canonical_name("a\tb\x1b]0;x\x07") == "a\\x09b\\x1b]0;x\\x07"
-    assert canonical_name("a b") == "a b" and canonical_name("a ") == "a\\x20"
+    assert canonical_name("a\tb\x1b]0;x\x07") == "a\\u0009b\\u001b]0;x\\u0007"
+    assert canonical_name("a b") == "a b" and canonical_name("a ") == "a\\u0020"
+    assert canonical_name("\udc80") == "\\x80" != canonical_name("\x80")   # a byte is no character
     long = canonical_name("x" * 5_000_000)
     assert len(long) == 256 and long != canonical_name("x" * 4_999_999)
 
@@ -401,3 +402,22 @@ def test_every_skipped_entry_is_listed_and_learner_like_ones_are_marked(tmp_path
     assert sorted((n.entry, n.learner_like) for n in found.notes) == [
         ("submission_1", True), ("submission_2", True)]
     assert [n.learner_like for n in read_source(src, DATA).notes] == [False]
+
+
+def test_two_spellings_of_one_name_fail_that_learner_instead_of_dropping_one(tmp_path):
+    src = write(tmp_path / "class", {"alice/data.py": "A", "Jose\u0301/data.py": "1",
+                                     "Jos\u00e9/data.py": "2"})
+    got = by_learner(read_source(src, DATA))
+    assert sorted(got) == ["Jos\u00e9", "alice"]
+    assert "appears twice" in got["Jos\u00e9"].problem and got["alice"].problem is None
+    buf = io.BytesIO()                                # a zip with one member name twice
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("bob/data.py", "1")
+        zf.writestr("carol/data.py", "C")
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            zf.writestr("bob/data.py", "2")
+    (tmp_path / "class.zip").write_bytes(buf.getvalue())
+    got = by_learner(read_source(tmp_path / "class.zip", DATA))
+    assert "appears twice" in got["bob"].problem and got["carol"].files == {"data.py": b"C"}

@@ -203,3 +203,42 @@ def test_memory_stays_within_a_small_multiple_of_the_input(tmp_path, layout):
         # what is kept is capped per file and counted as inflated: 8 MiB of fixed cost (imports
         # aside, YAML's loader) plus at most INFLATION_RATIO (200) bytes per archive byte
         assert peak_bytes(lambda: read(path)) < (8 << 20) + 200 * len(data)
+
+
+names = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=names, b=names)
+def test_canonical_names_never_merge_two_distinct_names(a, b):
+    import unicodedata
+
+    from grader.sources import canonical_name
+
+    same = unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", b)
+    assert (canonical_name(a) == canonical_name(b)) == same
+    canonical_name(a).encode("utf-8")                      # always storable: never raises
+
+
+@FUZZ
+@given(raw=st.lists(st.binary(min_size=1, max_size=8).filter(lambda b: b"/" not in b and b"\0" not in b
+                                                             and b not in (b".", b"..")),
+                    min_size=1, max_size=6, unique=True))
+def test_a_folder_of_learners_with_any_byte_names_keeps_every_learner(tmp_path, raw):
+    import os
+    import shutil
+    import unicodedata
+
+    root = tmp_path / "class"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir()
+    for name in raw:
+        os.mkdir(os.fsencode(root) + b"/" + name)
+    kept = [n for n in raw if not n.startswith(b"._") and os.fsdecode(n) not in
+            ("__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini", "__pycache__")]
+    got = read(root)
+    if len(kept) == 1 or not kept:                    # one folder only is unwrapped; none: no class
+        return
+    assert not isinstance(got, SourceError)
+    spellings = {unicodedata.normalize("NFC", os.fsdecode(n)) for n in kept}
+    assert len({i.learner for i in got.incoming}) == len(spellings)
