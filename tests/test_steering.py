@@ -62,3 +62,31 @@ if _reachable:
     grade = grading.grade("day45-attention", sub)
     failing = [c for c in grade.checks if not c.passed]
     assert not failing, [(c.id, c.message) for c in failing]
+
+
+# -- the pure pieces, without a jail -------------------------------------------------------------
+
+def test_tolerance_follows_the_required_dtype_not_the_returned_one():
+    import torch
+
+    from grader.testkit import CheckFailure, expect_close
+
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(0))
+    expected = torch.softmax(x.double(), dim=-1)
+    expect_close(torch.softmax(x, dim=-1), expected, "softmax", dtype=torch.float32, reduction=8)
+    for returned in (torch.bfloat16, torch.float16, torch.float64):
+        with pytest.raises(CheckFailure) as failure:
+            expect_close(torch.softmax(x, dim=-1).to(returned), expected, "softmax", dtype=torch.float32,
+                         reduction=8)
+        assert failure.value.evidence == {"got": str(returned)[6:], "expected": "float32"}
+    with pytest.raises(TypeError):                   # a check must say which dtype it requires
+        expect_close(torch.softmax(x, dim=-1), expected, "softmax")  # type: ignore[call-arg]
+
+
+def test_a_reported_curve_is_data_of_bounded_length():
+    from grader.testkit import reported_curve
+
+    assert reported_curve({"not": "a list"}, 10) == []
+    curve = reported_curve([1, 2.5, "x", None, True, float("inf")] * 1000, 10)
+    assert len(curve) == 10 and all(isinstance(x, float) for x in curve)
+    assert curve[:2] == [1.0, 2.5] and all(x != x for x in curve[2:5])   # NaN for what is not a number
