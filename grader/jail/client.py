@@ -192,22 +192,23 @@ class Jail:
                 )
 
     def _receive(self, timeout: float) -> dict:
+        """The next reply: {"ok": value} or {"error": a learner's exception as a record}.
+
+        Whatever the jail sent is decoded within wire's bounds; a frame or record that breaks the
+        protocol kills the jail (the next check gets a fresh one) and is the learner's crash."""
         deadline = time.monotonic() + timeout
         try:
             length = wire.frame_length(self._read(wire.PREFIX_BYTES, deadline, timeout))
             reply = wire.decode(self._read(length, deadline, timeout))
             if not isinstance(reply, dict) or not ({"ok", "error"} & set(reply)):
                 raise wire.WireError("a reply that is neither ok nor error")
-            if "error" in reply and not isinstance(reply["error"], dict):
+            if "error" in reply and not is_error_record(reply["error"]):
                 raise wire.WireError("a malformed error")
             return reply
-        except (wire.WireError, ValueError, KeyError, TypeError, RecursionError, UnicodeDecodeError) as exc:
+        except wire.WireError as exc:
             self.kill()
-            raise JailCrash(
-                msg(
-                    "the jail broke the protocol ({detail})", detail=f"{type(exc).__name__}: {str(exc)[:200]}"
-                )
-            ) from None
+            detail = f"{type(exc).__name__}: {str(exc)[:200]}"
+            raise JailCrash(msg("the jail broke the protocol ({detail})", detail=detail)) from None
 
     def _read(self, n: int, deadline: float, timeout: float) -> bytes:
         """n bytes from the jail; what it sent beyond them stays buffered for the next frame."""
@@ -221,7 +222,8 @@ class Jail:
             if not chunk:
                 raise self._death()
             buf += chunk
-        data = bytes(buf[:n])
+        with memoryview(buf) as view, view[:n] as head:
+            data = bytes(head)  # one copy, however large the frame
         del buf[:n]
         return data
 
@@ -309,6 +311,18 @@ class Jail:
         self._to_jail = self._from_jail = -1
         if self._own_output:
             self.output_file.close()
+
+
+def is_error_record(error) -> bool:
+    """An error reply as the worker's `describe` makes it: what LearnerError reads is typed."""
+    return (
+        isinstance(error, dict)
+        and isinstance(error.get("type", ""), str)
+        and isinstance(error.get("message", ""), str)
+        and isinstance(error.get("mro", []), list)
+        and all(isinstance(n, str) for n in error.get("mro", []))
+        and (error.get("where") is None or isinstance(error.get("where"), str))
+    )
 
 
 class CpuShare:
