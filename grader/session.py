@@ -201,6 +201,11 @@ class SubmissionSession:
     def discard_pending(self) -> None:
         self._pending.clear()
 
+    def drop_broken_jail(self) -> None:
+        """Before a check: a jail that spoke unasked or died since the last reply is replaced."""
+        if self.jail is not None:
+            self.jail.drop_if_broken()
+
     def _send_pending(self, jail: Jail, then: dict | None):
         pending, self._pending = self._pending, []
         if any(generation != self.generation for _, _, generation in pending):

@@ -149,6 +149,17 @@ class Jail:
     def alive(self) -> bool:
         return self.ended is None
 
+    def drop_if_broken(self) -> bool:
+        """Between requests a jail has nothing to say: one that has sent something unasked, or
+        closed its end, broke the protocol. It is killed here, before the next check starts, so
+        that check runs in a fresh jail rather than failing for what this one did. True if so."""
+        if self.ended is not None or self.info is None:
+            return False
+        if self._inbox or self._poll_in.poll(0):
+            self.kill()
+            return True
+        return False
+
     # -- requests -------------------------------------------------------------------------------------
     def request(self, op: str, timeout: float, **fields):
         if self.ended is not None:
