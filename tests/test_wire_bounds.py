@@ -154,9 +154,7 @@ def test_only_wire_errors_leave_decode():
 def exercise():
     return load_exercise("day45-attention").model_copy(
         update={
-            "limits": Limits(
-                wall_seconds=60, call_seconds=10, memory_mb=1024, processes=32, file_size_mb=64
-            )
+            "limits": Limits(wall_seconds=60, call_seconds=10, memory_mb=1024, processes=32, file_size_mb=64)
         }
     )
 
@@ -179,8 +177,7 @@ def test_a_forged_reply_fails_the_check_that_asked_and_no_other(case, exercise, 
     assert any(case.symptom in c["symptoms"] and case.message in c["message"] for c in failing), text[:3000]
     # a check fails for its own call only: a jail that broke the protocol (or died after a forged
     # reply it got away with) is replaced before the next check
-    called = {"softmax-matches-reference", "softmax-large-logits", "softmax-all-minus-inf",
-              "softmax-float16"}
+    called = {"softmax-matches-reference", "softmax-large-logits", "softmax-all-minus-inf", "softmax-float16"}
     assert {c["id"] for c in failing} <= called, [c["id"] for c in failing]
     # the checks that never call stable_softmax directly run in fresh jails, and pass
     assert any(c["passed"] for c in grade["checks"]), text[:3000]
