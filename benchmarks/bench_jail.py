@@ -53,22 +53,25 @@ def make_submissions(n: int, where: Path) -> list[Path]:
     return subs
 
 
-def rows_a_b(subs) -> tuple[float, list, float, list, str, float]:
+def rows_a_b(subs) -> tuple[float, list, float, list, str, float, float]:
     """(a) and (b), interleaved submission by submission (in alternating order), so that both rows
     see the same machine: on a shared machine the load drifts more than the effect measured."""
+    from inprocess import InProcessSubmission
+
     from grader.doctor import ensure_sound
     from grader.exercises import exercise_dir, load_exercise
     from grader.grading import grade
     from grader.jail import launcher
     from grader.runner import run_hidden_tests
     from grader.session import freeze_long_lived_objects
-    from inprocess import InProcessSubmission
     hidden = exercise_dir(EXERCISE) / "hidden"
     exercise = load_exercise(EXERCISE)
     t = time.perf_counter()
     zygote = launcher.default_zygote()
-    ensure_sound(zygote)
     start = time.perf_counter() - t
+    t = time.perf_counter()
+    ensure_sound(zygote)
+    check = time.perf_counter() - t
     freeze_long_lived_objects()             # the same garbage-collector setting for both rows
 
     def a(sub):
@@ -92,7 +95,7 @@ def rows_a_b(subs) -> tuple[float, list, float, list, str, float]:
             else:
                 tb += dt
                 vb.append(verdict)
-    return ta, va, tb, vb, zygote.isolation, start
+    return ta, va, tb, vb, zygote.isolation, start, check
 
 
 def row_c(subs) -> tuple[float, list]:
@@ -113,11 +116,13 @@ def row_c(subs) -> tuple[float, list]:
 
 
 def cold(sub: Path, runs: int) -> list[float]:
-    grader = Path(sys.executable).with_name("grader")
+    """`python -m grader` from this checkout (the `grader` script would run whichever checkout the
+    virtual environment has installed)."""
     walls = []
     for _ in range(runs):
         t = time.perf_counter()
-        subprocess.run([str(grader), "grade", EXERCISE, str(sub)], capture_output=True, cwd=str(ROOT))
+        subprocess.run([sys.executable, "-m", "grader", "grade", EXERCISE, str(sub)], capture_output=True,
+                       cwd=str(ROOT))
         walls.append(time.perf_counter() - t)
     return walls
 
@@ -133,7 +138,7 @@ def main():
         subs = make_submissions(args.n, work)
         import torch
         torch.set_num_threads(1)
-        a, va, b, vb, isolation, start = rows_a_b(subs)
+        a, va, b, vb, isolation, start, check = rows_a_b(subs)
         if args.skip_naive:
             c, vc = float("nan"), vb
         else:
@@ -146,7 +151,7 @@ def main():
           f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")
     print(f"  (a) hidden checks in-process, no isolation   {a:7.2f} s   {1000 * a / n:7.1f} ms each")
     print(f"  (b) this grader ({isolation:10})            {b:7.2f} s   {1000 * b / n:7.1f} ms each"
-          f"   (+ {start:.2f} s once: zygote start and jail self-check)")
+          f"   (+ {start:.2f} s once to start the zygote, {check:.2f} s for the jail's self-check)")
     print(f"  (c) a fresh `python -m pytest` each        {c:7.2f} s   {1000 * c / n:7.1f} ms each")
     print(f"  b/a = {b / a:.2f}   (target <= 1.3)")
     print(f"  c/b = {c / b:.2f}   (target >= 4)")

@@ -33,6 +33,7 @@ from pathlib import Path
 from grader import __version__
 from grader.errors import BatchError, ExerciseFileError
 from grader.exercises import exercise_dir, load_exercise
+from grader.limits import GRADER_ATTEMPTS
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise, Grade, GradeError
 
@@ -267,6 +268,7 @@ class Tally:
     passed: int = 0
     unreadable: int = 0
     errors: int = 0  # the grader failed: recorded as such, retried next run
+    given_up: int = 0  # of those graded: the grader failed GRADER_ATTEMPTS times, now a crash
     duplicates: int = 0  # another writer recorded it first
     score: float = 0.0
     max_score: float = 0.0
@@ -275,6 +277,7 @@ class Tally:
     executor: str = ""
     aborted: str | None = None
     error_messages: list[str] = field(default_factory=list)
+    given_up_messages: list[str] = field(default_factory=list)
 
     @property
     def throughput(self) -> float:
@@ -312,6 +315,32 @@ def _outcome(exercise: Exercise, learner: str, result: dict | BaseException):
         worker=result.get("worker", ""),
         started_at=started,
         finished_at=finished,
+    )
+
+
+def given_up(exercise: Exercise, outcome, failures: int):
+    """The outcome of the last grading the grader may fail (limits.GRADER_ATTEMPTS): a final
+    `crash` grade naming the cause, so the next run counts it as graded and the batch ends."""
+    from grader.store import Outcome
+
+    error = outcome.grade.error
+    cause = (
+        Message.from_data({"id": error.message_id, "params": error.message_params})
+        if error is not None and error.message_id
+        else (error.message if error is not None else "")
+    )
+    message = msg(
+        "the grader itself failed on this submission {count} times, so it is recorded as a crash "
+        "and not retried (an instructor can grade it again with --force); the last failure: {cause}",
+        count=failures,
+        cause=cause,
+    )
+    return Outcome(
+        status="given-up",
+        grade=failed(exercise, "crash", message, outcome.grade.student),
+        worker=outcome.worker,
+        started_at=outcome.started_at,
+        finished_at=outcome.finished_at,
     )
 
 
@@ -355,6 +384,10 @@ def grade_into(
         else:
             tally.graded += 1
             tally.unreadable += outcome.status == "unreadable"
+            if outcome.status == "given-up":
+                tally.given_up += 1
+                if len(tally.given_up_messages) < 5:
+                    tally.given_up_messages.append(outcome.grade.error.message if outcome.grade.error else "")
             tally.passed += outcome.grade.passed
             tally.score += outcome.grade.score
             tally.max_score += outcome.grade.max_score
@@ -366,6 +399,10 @@ def grade_into(
         bar.update(1)
 
     def record(submission_id: int, outcome: Outcome) -> None:
+        if outcome.status == "error":
+            failures = gradebook.grader_failures(submission_id, version_id) + 1
+            if failures >= GRADER_ATTEMPTS:
+                outcome = given_up(exercise, outcome, failures)
         run = gradebook.record(submission_id, version_id, outcome, batch_id=batch_id, force=force)
         if run is None and outcome.status != "error":
             tally.duplicates += 1
@@ -559,6 +596,7 @@ def summary(exercise: Exercise, tally: Tally) -> str:
         f"summary: {tally.graded} graded now ({tally.passed} passed, {failed_n} not passed"
         f"{f', of which {tally.unreadable} unreadable' if tally.unreadable else ''}), "
         f"{tally.skipped} unchanged, {tally.errors} grader errors"
+        f"{f', {tally.given_up} given up after {GRADER_ATTEMPTS} grader errors' if tally.given_up else ''}"
     ]
     if tally.graded:
         lines.append(
@@ -574,9 +612,16 @@ def summary(exercise: Exercise, tally: Tally) -> str:
     if tally.errors:
         lines.append(
             f"  {tally.errors} could not be graded because the grader failed; they are kept as "
-            "errors and retried by the next run of this command:"
+            f"errors and retried by the next run of this command ({GRADER_ATTEMPTS} gradings in all, "
+            "then recorded as a crash):"
         )
         lines += [f"    {m[:300]}" for m in tally.error_messages]
+    if tally.given_up:
+        lines.append(
+            f"  {tally.given_up} given up on: the grader failed on each {GRADER_ATTEMPTS} times; "
+            "recorded as crash grades that name the cause, not retried (--force grades them again):"
+        )
+        lines += [f"    {m[:300]}" for m in tally.given_up_messages]
     return "\n".join(lines)
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.errors import JailUnsound
-from grader.jail import launcher
+from grader.jail import launcher, sandbox
 from grader.jail.client import Jail, JailError, LearnerError, Limits
 
 PROBE = Path(launcher.JAIL_DIR) / "probe.py"
@@ -45,6 +45,11 @@ ALLOWED_ENV = {
     "PYTHONDONTWRITEBYTECODE",
 }
 JAIL_WRITABLE = ("/tmp", "/dev/shm")
+# packages of the machine's Python that learner code has no need of: none may be importable
+NOT_NEEDED = ("scipy", "pytest", "_pytest", "transformers", "pydantic", "hypothesis", "grader", "exercises")
+SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_SEQPACKET = 1, 2, 3, 5
+# the socket type each denied family is tried with (one it would accept, were it not denied)
+DENIED_FAMILY_TYPES = {"AF_VSOCK": SOCK_STREAM, "AF_ALG": SOCK_SEQPACKET, "AF_RDS": SOCK_SEQPACKET}
 
 
 @dataclass
@@ -206,6 +211,8 @@ def run(quick: bool = False, zygote=None) -> Report:
             not connected and not ifaces,
             f"connected: {connected}, interfaces: {net['interfaces']}" if connected or ifaces else "",
         )
+        _socket_families(report, probe)
+        _site_packages_shown(report, probe)
         if not quick:
             _full(report, probe, canaries, zygote, limits, workdir, jails)
     except (JailError, LearnerError, RuntimeError, launcher.ZygoteError) as exc:
@@ -229,20 +236,89 @@ def _identity(report: Report, probe, zygote) -> None:
         unprivileged and no_caps and me["no_new_privs"] == "1" and not me["groups"],
         f"uid {me['uid']}, CapEff {me['cap_eff']}, NoNewPrivs {me['no_new_privs']}, groups {me['groups']}",
     )
-    if platform.machine() in ("x86_64", "AMD64"):
-        report.add("a seccomp filter is installed", me["seccomp"] == "2", f"Seccomp: {me['seccomp']}")
+    report.add("a seccomp filter is installed", *seccomp_verdict(platform.machine(), me["seccomp"]))
     extra = sorted(set(me["env"]) - ALLOWED_ENV)
     report.add("the environment is scrubbed", not extra, f"unexpected: {extra}" if extra else "")
+
+
+def seccomp_verdict(machine: str, status: str) -> tuple[bool, str]:
+    """Whether the jail runs under the filter: on an architecture sandbox.py has no system call
+    numbers for, it does not, and the jail is not the one SPEC describes: a failure, not a skip."""
+    if not sandbox.seccomp_supported(machine):
+        known = ", ".join(sorted(sandbox.SYSCALLS))
+        return False, f"no seccomp filter for this architecture ({machine}); there are for {known} only"
+    return status == "2", f"Seccomp: {status}"
+
+
+def socket_attempts() -> dict[str, tuple[int, int, int]]:
+    """Every socket the filter denies, as (family, type, protocol), with the errno it must give."""
+    attempts = {
+        name: (family, DENIED_FAMILY_TYPES.get(name, SOCK_RAW), 0)
+        for name, family in sandbox.DENIED_FAMILIES.items()
+    }
+    attempts |= {
+        f"AF_NETLINK/{name}": (sandbox.AF_NETLINK, SOCK_RAW, protocol)
+        for name, protocol in sandbox.DENIED_NETLINK.items()
+    }
+    return attempts
+
+
+def _socket_families(report: Report, probe) -> None:
+    got = probe("open_sockets", socket_attempts())
+    for name, how in got.items():
+        due = "EPROTONOSUPPORT" if name.startswith("AF_NETLINK/") else "EAFNOSUPPORT"
+        report.add(f"open an {name} socket (the filter answers {due})", how == due, how)
+    usable = {
+        "AF_UNIX": (sandbox.AF_UNIX, SOCK_STREAM, 0),
+        "AF_INET": (sandbox.AF_INET, SOCK_DGRAM, 0),
+        "AF_NETLINK/NETLINK_ROUTE": (sandbox.AF_NETLINK, SOCK_RAW, sandbox.NETLINK_ROUTE),
+    }
+    opened = probe("open_sockets", usable)
+    failed = {name: how for name, how in opened.items() if how != "created"}
+    report.add(
+        "the sockets learner code may use still open (AF_UNIX, AF_INET, NETLINK_ROUTE)",
+        not failed,
+        f"refused: {failed}" if failed else "",
+    )
+
+
+def _site_packages_shown(report: Report, probe) -> None:
+    """Learner code sees the standard library and the jail's distributions, nothing else."""
+    allowed = {
+        str(folder): {entry.split("/")[0] for entry in entries}
+        for folder, entries in launcher.jail_site_entries().items()
+    }
+    folders = [str(f) for f in launcher.site_folders()]
+    shown = probe("listing", folders)
+    extra = {
+        folder: sorted(set(names) - allowed.get(folder, set())) for folder, names in shown.items() if names
+    }
+    extra = {folder: names for folder, names in extra.items() if names}
+    count = sum(len(names or []) for names in shown.values())
+    report.add(
+        "site-packages shows only torch, numpy, msgpack and what they require",
+        not extra,
+        f"also visible: {extra}"[:500] if extra else f"{count} entries visible",
+    )
+    found = [name for name, there in probe("importable", list(NOT_NEEDED)).items() if there]
+    report.add(
+        "import packages learner code has no need of (scipy, pytest, transformers, the grader)",
+        not found,
+        f"importable: {found}" if found else "",
+    )
 
 
 def _full(report: Report, probe, canaries: Canaries, zygote, limits, workdir, jails) -> None:
     # the canary string anywhere in the jail's file system (the runtime's own folders aside)
     skip = [str(p) for p in launcher._python_roots()] + ["/usr"]
     found = probe("find", canaries.token, ["/"], skip, timeout=60)
+    # a search cut short by its bounds proves nothing: it fails rather than passing on what it saw
     report.add(
         "search the whole file system for the planted canary",
-        not found["hits"],
-        f"found in {found['hits']}" if found["hits"] else f"{found['files']} files searched",
+        not found["hits"] and found["complete"],
+        f"found in {found['hits']}"
+        if found["hits"]
+        else f"{found['files']} files searched" + ("" if found["complete"] else ", then cut short"),
     )
     procs = probe("processes", canaries.token)
     report.add(
@@ -254,8 +330,8 @@ def _full(report: Report, probe, canaries: Canaries, zygote, limits, workdir, ja
     outside = [d for d in space["dirs"] if not d.startswith(JAIL_WRITABLE)]
     report.add(
         "find any writable folder besides the jail's private /tmp and /dev/shm",
-        not outside,
-        f"writable: {outside[:6]}" if outside else "",
+        not outside and space["complete"],
+        f"writable: {outside[:6]}" if outside else ("" if space["complete"] else "the walk was cut short"),
     )
     forks = probe("fork_many", limits.processes * 3)
     report.add(

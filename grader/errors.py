@@ -43,6 +43,7 @@ Every class is importable from here and, as before, from the module that raises 
 
 from __future__ import annotations
 
+from grader.limits import MESSAGE_CHARS, SHORT_CHARS
 from grader.locale import msg
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -140,10 +141,11 @@ class LearnerError(GraderError):
     """The learner's code raised an exception; its type and message came back as data."""
 
     def __init__(self, info: dict):
-        self.type_name = str(info.get("type", "Exception"))
-        self.mro = [str(n) for n in info.get("mro", [])]
+        self.type_name = jail_name(info.get("type", "Exception"))
+        mro = info.get("mro")
+        self.mro = [jail_name(n) for n in mro[:64]] if isinstance(mro, list) else []
         self.learner_message = learner_text(info)
-        self.where = info.get("where")
+        self.where = jail_name(info["where"]) if info.get("where") else None
         self.memory = bool(info.get("memory"))
         super().__init__(f"{self.type_name}: {self.learner_message}")
 
@@ -154,8 +156,8 @@ class LearnerError(GraderError):
 def learner_text(info: dict):
     """The message of a learner's exception, from the plain data the worker sent: the text
     itself, or a Message where the worker only said what happened (its flags are checked to be
-    exactly True: the data comes from the jail)."""
-    text = str(info.get("message", ""))
+    exactly True: the data comes from the jail, so the text is capped here too)."""
+    text = jail_text(info.get("message", ""))
     if info.get("unreadable") is True:
         return msg("<the exception's message could not be read>")
     if info.get("unsendable") is True:
@@ -167,6 +169,17 @@ def learner_text(info: dict):
             message=text,
         )
     return text
+
+
+def jail_text(value, limit: int = MESSAGE_CHARS) -> str:
+    """Text from the jail, cut to `limit` characters before any other work is done on it (the
+    models cap it again, in bytes, with the rest of the message: grader.models.Said)."""
+    return (value if isinstance(value, str) else str(value))[:limit]
+
+
+def jail_name(value) -> str:
+    """A type name or a `file.py:12` location from the jail: SHORT_CHARS at most."""
+    return jail_text(value, SHORT_CHARS)
 
 
 # -- the grader's own machinery ---------------------------------------------------------------

@@ -41,6 +41,16 @@ For every exercise:
     MESSAGE_BYTES                 64 KiB    one message in a report (UTF-8), printed output too
     REPORT_BYTES                  1 MiB     one whole report
     REPORT_CHROME_BYTES           160 KiB   of a report, kept for what is not learner text
+    GRADE_TEXT_BYTES              1 MiB     a stored grade's messages, params and evidence
+                                            together (printed output apart: output_bytes)
+    GRADE_PART_BYTES              1 KiB     what each message keeps when they share that out
+    SHORT_CHARS                   200       a key, a type name or a `file.py:12` location
+                                            from the jail
+    MSGID_CHARS                   4 Ki      a message's id (its English template)
+    DATA_ITEMS                    1,000     entries of a list or dict in a grade's data
+    DATA_DEPTH                    8         nesting of a grade's data (params, evidence)
+    GRADER_ATTEMPTS               3         gradings the grader itself may fail on one
+                                            submission and version before it is a `crash`
     ANSWER_CHARS                  200       a quiz answer string, before and after normalising
     ANSWER_ELEMENTS               10,000    a list answer, all elements together
     ANSWER_DIMS                   4         nesting depth of a list answer
@@ -121,6 +131,17 @@ MESSAGE_CHARS = 64 * KiB  # a check's message, and a learner's text inside one
 MESSAGE_BYTES = 64 * KiB  # one message in a report (UTF-8); printed output too
 REPORT_BYTES = 1 * MiB  # one whole report
 REPORT_CHROME_BYTES = 160 * KiB  # of a report, what is not learner-influenced text
+
+# -- a stored grade (grader.models via grader.text.bounded: whatever the jail sent) ------------
+GRADE_TEXT_BYTES = REPORT_BYTES  # all messages, params and evidence of one grade together
+GRADE_PART_BYTES = 1 * KiB  # each message's floor when a grade's text is shared out
+SHORT_CHARS = 200  # a dict key, a type name, a `file.py:12` location
+MSGID_CHARS = 4 * KiB  # a message's id: its English template, the grader's own text
+DATA_ITEMS = 1_000  # entries of one list or dict inside a grade's data
+DATA_DEPTH = 8  # nesting of a grade's data
+
+# -- the batch (grader.batch) ------------------------------------------------------------------
+GRADER_ATTEMPTS = 3  # gradings of one submission and version the grader may fail, then `crash`
 
 # -- quiz answers (grader.answers) ------------------------------------------------------------
 ANSWER_CHARS = 200  # a string answer, before and after normalisation

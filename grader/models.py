@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
-import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from grader.limits import Limits
+from grader.limits import (
+    DATA_ITEMS,
+    GRADE_PART_BYTES,
+    GRADE_TEXT_BYTES,
+    MESSAGE_BYTES,
+    MSGID_CHARS,
+    Limits,
+)
 from grader.locale import Message, message_fields
+from grader.text import _UNSTORABLE, Room, bounded, clean_text, data_bytes
 
 SYMPTOMS = (
     "nan-forward",
@@ -46,13 +61,7 @@ Rule = Literal[RULES]  # type: ignore[valid-type]
 ErrorKind = Literal["timeout", "memory", "crash", "sandbox", "invalid-submission"]
 
 
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def clean_text(value: str) -> str:
-    """Text every store and encoder keeps unchanged: NUL and lone surrogates (which a learner's
-    exception message may carry; UTF-8 cannot encode them, PostgreSQL refuses NUL) become U+FFFD."""
-    return _UNSTORABLE.sub("\ufffd", value)
+TEXT_LIMIT = "text_limit"  # validation context: the bytes one part's text may take
 
 
 def clean_data(value: Any) -> Any:
@@ -70,35 +79,67 @@ def clean_data(value: Any) -> Any:
 
 class Record(BaseModel):
     """A part of a grade. Its text is clean when it is made, so a grade stored and read back, or
-    rendered in any format, is the grade that was made."""
+    rendered in any format, is the grade that was made. Every string a learner may have filled is
+    bounded here too (grader.text.bounded), whatever the jail sent: no grade is larger than
+    GRADE_TEXT_BYTES of text besides its printed output."""
 
     @model_validator(mode="before")
     @classmethod
-    def _clean(cls, data: Any) -> Any:
+    def _clean(cls, data: Any, info: ValidationInfo) -> Any:
         if isinstance(data, dict):
-            return {k: clean_data(v) for k, v in cls._prepare(data).items()}
+            limit = (info.context or {}).get(TEXT_LIMIT, MESSAGE_BYTES)
+            data = cls._prepare(dict(data), Room(limit))
+            return {k: v if k in cls._parts else clean_data(v) for k, v in data.items()}
         return data
 
+    _parts: ClassVar[tuple[str, ...]] = ()  # fields that are Records: they clean themselves
+
     @classmethod
-    def _prepare(cls, data: dict) -> dict:
+    def _prepare(cls, data: dict, room: Room) -> dict:
+        """The fields, with the learner-filled ones bounded within `room`."""
         return data
 
 
 class Said(Record):
     """A learner-facing message: English `message`, and the msgid and params it was made from
     (grader.locale), from which a report renders it in any language. Give `message` a Message
-    (`msg(...)`) and its id and params are kept; plain text has no id and stays English. Either
-    is capped to one message's length (limits.MESSAGE_CHARS) here, wherever it was made."""
+    (`msg(...)`) and its id and params are kept; plain text has no id and stays English. Message
+    and params together are capped to one message's size (limits.MESSAGE_BYTES: the params take
+    at most half of it), wherever it was made."""
 
     message: str = ""
     message_id: str | None = None
     message_params: dict[str, Any] = {}
+    _text_bytes: int = PrivateAttr(0)
 
     @classmethod
-    def _prepare(cls, data: dict) -> dict:
+    def _prepare(cls, data: dict, room: Room) -> dict:
         if isinstance(data.get("message"), str):
-            data = {**data, **message_fields(data["message"])}
+            # cut one past the room, so that `bounded` below marks the cut
+            data = {**data, **message_fields(data["message"], limit=max(room.left, 0) + 1)}
+        if data.get("message_id") is not None:
+            data["message_id"] = clean_text(str(data["message_id"])[:MSGID_CHARS])
+        params = data.get("message_params")
+        if isinstance(params, dict):
+            half = Room(room.left // 2)
+            data["message_params"] = bounded(params, half, in_message=True)
+            room.take(room.left // 2 - half.left)
+        if isinstance(data.get("message"), str):
+            data["message"] = bounded(data["message"], room)
         return data
+
+    @model_validator(mode="after")
+    def _measure(self):
+        self._text_bytes = self.text_bytes()
+        return self
+
+    def text_bytes(self) -> int:
+        """What this part's learner-filled text takes, as `bounded` counts it."""
+        return data_bytes(self.message) + data_bytes(self.message_params)
+
+    def within(self, limit: int):
+        """This part again, its text within `limit` bytes (a grade sharing out its room)."""
+        return type(self).model_validate(self.model_dump(), context={TEXT_LIMIT: limit})
 
 
 class Note(Said):
@@ -172,6 +213,26 @@ class CheckResult(Said):
     title_i18n: dict[str, str] = {}  # lang -> title, where the title is data (quiz questions)
     curve: TrainingCurve | None = None  # the training probe's losses, pass or fail
 
+    _parts = ("curve",)
+
+    @classmethod
+    def _prepare(cls, data: dict, room: Room) -> dict:
+        # evidence first, within a quarter of the room; the message shares what is left
+        for name in ("evidence", "title_i18n"):
+            if isinstance(data.get(name), dict):
+                part = Room(room.left // 4)
+                data[name] = bounded(data[name], part)
+                room.take(room.left // 4 - part.left)
+        for name in ("id", "title"):
+            if isinstance(data.get(name), str):
+                data[name] = bounded(data[name], Room(GRADE_PART_BYTES))
+        if isinstance(data.get("symptoms"), (list, tuple)):
+            data["symptoms"] = list(dict.fromkeys(data["symptoms"]))[:DATA_ITEMS]
+        return super()._prepare(data, room)
+
+    def text_bytes(self) -> int:
+        return super().text_bytes() + data_bytes(self.evidence) + data_bytes(self.title_i18n)
+
 
 class Diagnosis(Said):
     rule: Rule
@@ -200,11 +261,58 @@ class Grade(Record):
     grader_version: str = ""
     student: str | None = None
 
+    _parts = ("checks", "diagnosis", "error", "warnings", "output")
+
+    @classmethod
+    def _prepare(cls, data: dict, room: Room) -> dict:
+        for name in ("exercise", "isolation", "grader_version", "student"):
+            if isinstance(data.get(name), str):
+                data[name] = bounded(data[name], Room(GRADE_PART_BYTES))
+        for name in ("checks", "diagnosis", "warnings"):
+            if isinstance(data.get(name), (list, tuple)):
+                data[name] = list(data[name][:DATA_ITEMS])
+        if isinstance(data.get("symptoms"), (list, tuple)):
+            data["symptoms"] = list(dict.fromkeys(data["symptoms"]))[:DATA_ITEMS]
+        return data
+
     @field_validator("warnings", mode="before")
     @classmethod
     def _notes(cls, value: Any) -> Any:
         # a warning given as a message or as text (grades stored before warnings had ids)
         return [{"message": v} if isinstance(v, str) else v for v in value or []]
+
+    @model_validator(mode="after")
+    def _within_total(self):
+        """All the grade's messages, params and evidence within GRADE_TEXT_BYTES: when they take
+        more, the room is shared out, the smaller parts kept whole and the larger cut to an
+        equal share (GRADE_PART_BYTES at least), so every check keeps the start of its message."""
+        parts: list[Said] = [
+            *([self.error] if self.error else []),
+            *self.checks,
+            *self.diagnosis,
+            *self.warnings,
+        ]
+        if sum(p._text_bytes for p in parts) <= GRADE_TEXT_BYTES:
+            return self
+        limits: dict[int, int] = {}
+        # shared out a little below the cap, so that the grade read back is not cut again
+        left, count = GRADE_TEXT_BYTES - GRADE_TEXT_BYTES // 16, len(parts)
+        floor = min(GRADE_PART_BYTES, left // count)
+        for i in sorted(range(count), key=lambda i: parts[i]._text_bytes):
+            share = max(floor, left // max(count, 1))
+            if parts[i]._text_bytes > share:
+                limits[i] = share
+            left -= min(parts[i]._text_bytes, share)
+            count -= 1
+        shrunk = [p.within(limits[i]) if i in limits else p for i, p in enumerate(parts)]
+        start = 1 if self.error else 0
+        n_checks, n_diag = len(self.checks), len(self.diagnosis)
+        if self.error:
+            self.error = shrunk[0]  # type: ignore[assignment]
+        self.checks = shrunk[start : start + n_checks]  # type: ignore[assignment]
+        self.diagnosis = shrunk[start + n_checks : start + n_checks + n_diag]  # type: ignore[assignment]
+        self.warnings = shrunk[start + n_checks + n_diag :]  # type: ignore[assignment]
+        return self
 
     @field_validator("output", mode="before")
     @classmethod

@@ -11,10 +11,10 @@ Two tables, each written only here:
   one row per learner and exercise from the store's current grades (EXPORT_COLUMNS, `export_row`,
   which `--format json` shares).
 
-Text cells are shown as every report shows learner text (reports/view.py `shown`: control and
-invisible characters written out, MAX_CELL bytes at most). `guard` is the one formula-injection
-guard: a cell that a spreadsheet would run as a formula (=, +, -, @, a tab or a carriage return
-first) is prefixed with '.
+Every text cell of both is a `cell`: shown as every report shows learner text (grader/text.py
+`shown`: control and invisible characters written out, MAX_CELL bytes at most), then `guard`ed.
+`guard` is the one formula-injection guard: a cell that a spreadsheet would run as a formula
+(=, +, -, @, a tab or a carriage return first) is prefixed with '.
 """
 
 from __future__ import annotations
@@ -52,6 +52,12 @@ def guard(text: str) -> str:
     return "'" + text if text[:1] in FORMULA_START else text
 
 
+def cell(text) -> str:
+    """A text cell of any CSV: `shown` (no control character, escape sequence or bidi control
+    left raw), MAX_CELL bytes at most, then `guard`ed. Ids and file names as messages."""
+    return guard(shown(text, MAX_CELL))
+
+
 def _cell(value) -> str:
     if value is None:
         return ""
@@ -59,7 +65,7 @@ def _cell(value) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return f"{value:g}"
-    return guard(shown(value, MAX_CELL))
+    return cell(value)
 
 
 def row(grade: Grade) -> dict[str, str]:
@@ -148,7 +154,8 @@ def export_row(c) -> dict:
 
 
 def render_export_csv(current) -> str:
-    """The gradebook export: EXPORT_COLUMNS, one row per current grade. Numbers and booleans are
-    written as Python writes them (7.0, True), as this export always has."""
-    rows = ({k: guard(v) if isinstance(v, str) else v for k, v in export_row(c).items()} for c in current)
+    """The gradebook export: EXPORT_COLUMNS, one row per current grade. Text cells are `cell`s,
+    as in every CSV here; numbers and booleans are written as Python writes them (7.0, True), as
+    this export always has."""
+    rows = ({k: cell(v) if isinstance(v, str) else v for k, v in export_row(c).items()} for c in current)
     return _table(EXPORT_COLUMNS, rows)

@@ -9,7 +9,6 @@ terminal each escape differently).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -17,7 +16,11 @@ from grader.limits import MESSAGE_BYTES as MAX_MESSAGE
 from grader.limits import REPORT_BYTES as MAX_REPORT
 from grader.limits import REPORT_CHROME_BYTES
 from grader.locale import DEFAULT_LANG, join, normalize_lang, number, render, translate
-from grader.models import CheckResult, Grade, TrainingCurve, clean_text
+from grader.models import CheckResult, Grade, TrainingCurve
+from grader.text import ACTING_CHARS as ACTING_CHARS  # re-exported: the renderers import it here
+from grader.text import CUT as CUT
+from grader.text import cap_bytes as cap_bytes
+from grader.text import clean_text, shown, utf8_len, visible
 from reports.labels import (
     HIDDEN_EVIDENCE,
     error_label,
@@ -30,79 +33,9 @@ from reports.labels import (
 LEARNER_BUDGET = MAX_REPORT - REPORT_CHROME_BYTES  # what learner-influenced text may use
 MAX_PRINTED = MAX_MESSAGE  # printed output a report shows (start and end together)
 MAX_SHORT = 300  # bytes of an evidence value, a title, a name
-CUT = "…"
 
 # -- how learner text is shown: the one convention of every human-facing format ---------------
-#
-# Text a learner controls (messages with their quoted exception text and type names, evidence,
-# warnings, printed output, and any name a hand-made grade may carry) is shown as the characters
-# it is, except those that would act instead of show:
-#   - newline and tab stay (each format lays them out); CR LF becomes a newline;
-#   - every other control character, C0, DEL and C1, is written as Python writes it in a repr:
-#     ESC as `\x1b`, BEL as `\x07`, a bare CR as `\r`, NUL as `\x00`, CSI (U+009B) as `\x9b`;
-#   - invisible formatting characters (bidi embeddings, overrides, isolates and marks, zero-width
-#     characters, the BOM, soft hyphen, line and paragraph separators, tag characters), lone
-#     surrogates and noncharacters are written as `<U+202E>`.
-# A backslash the learner wrote stays a backslash. `visible` applies it; escaping for HTML,
-# Markdown or XML comes after, in each renderer.
-
-_C0_C1 = "\x00-\x08\x0b-\x1f\x7f-\x9f"
-_INVISIBLE = (
-    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
-    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
-    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
-    "\U000e0020-\U000e007f"  # Unicode's format characters (Cf, Zl, Zp)
-    "\ud800-\udfff"  # lone surrogates
-    "\ufdd0-\ufdef\ufffe\uffff" + "".join(f"\\U{p:04x}fffe\\U{p:04x}ffff" for p in range(1, 17))
-)
-_ACTING = re.compile(f"\r\n|[{_C0_C1}{_INVISIBLE}]")
-ACTING_CHARS = re.compile(f"[{_C0_C1}{_INVISIBLE}]")  # what `visible` writes out
-
-
-def _shown_char(m: re.Match) -> str:
-    ch = m.group()
-    if ch == "\r\n":
-        return "\n"
-    if ch == "\r":
-        return "\\r"
-    return f"\\x{ord(ch):02x}" if ord(ch) <= 0x9F else f"<U+{ord(ch):04X}>"
-
-
-def visible(text) -> str:
-    """`text` with every character that would act rather than show written out (see above)."""
-    text = text if isinstance(text, str) else str(text)
-    return _ACTING.sub(_shown_char, text)
-
-
-def utf8_len(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def cap_bytes(text, limit: int) -> str:
-    """`text` cut to at most `limit` UTF-8 bytes (never inside a character), marked when cut.
-    Never raises: a lone surrogate counts as the three bytes it would take."""
-    text = text if isinstance(text, str) else str(text)
-    limit = max(limit, 0)
-    if len(text) <= limit // 4:  # cannot be too long: no character takes more than 4 bytes
-        return text
-    data = text[: limit + 1].encode("utf-8", "surrogatepass")  # each character takes >= 1 byte
-    if len(data) <= limit and len(text) <= limit:
-        return text
-    marker = f" {CUT}"
-    if limit < len(marker.encode()):
-        return ""
-    end = limit - len(marker.encode())
-    while end > 0 and (data[end] & 0xC0) == 0x80:  # back to a character's start
-        end -= 1
-    return data[:end].decode("utf-8", "surrogatepass") + marker
-
-
-def shown(text, limit: int = MAX_MESSAGE, form=visible) -> str:
-    """Learner text as a report shows it: `visible` (or another `form`), then within `limit`
-    UTF-8 bytes. Work is bounded by `limit`, not by the text: a 100 MB string costs what its
-    first `limit` characters do."""
-    text = text if isinstance(text, str) else str(text)
-    return cap_bytes(form(text[: max(limit, 0) + 1]), limit)
+# grader/text.py holds it (`visible`, `shown`, `cap_bytes`), for the models and the CLI too.
 
 
 def as_data(text) -> str:

@@ -5,18 +5,18 @@ import json
 import os
 import platform
 import shutil
+import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-
 from conftest import EXERCISES, ROOT
 
 from grader import doctor
-from grader.jail import launcher
-from grader.jail.client import Jail, JailCrash, JailError, JailTimeout, LearnerError, Limits
+from grader.jail import launcher, sandbox
+from grader.jail.client import Jail, JailError, JailTimeout, LearnerError, Limits
 from grader.session import SubmissionSession
 
 PROBE = ROOT / "grader" / "jail" / "probe.py"
@@ -52,7 +52,7 @@ def test_a_jail_is_unprivileged_alone_and_filtered(tmp_path, zygote):
         me = call(jail, "identity")
         assert me["pid"] == 1                           # PID 1 of a namespace of its own
         assert me["cap_eff"].strip("0") == "" and me["no_new_privs"] == "1"
-        assert me["seccomp"] == "2" or platform.machine() != "x86_64"
+        assert me["seccomp"] == ("2" if sandbox.seccomp_supported() else "0")
         if os.geteuid() == 0:
             assert me["uid"] >= launcher.UID_BASE and me["groups"] == []
         assert me["cwd"] == "/submission" and me["hostname"] == "jail"
@@ -300,5 +300,200 @@ def test_weights_load_with_the_next_request_and_fail_the_check_that_asked(tmp_pa
     finally:
         session.close()
     assert results["load-then-call"].passed
-    assert not results["load-only"].passed and "has shape [2, 2]; expected [3, 3]" in results["load-only"].message
+    assert not results["load-only"].passed
+    assert "has shape [2, 2]; expected [3, 3]" in results["load-only"].message
     assert results["after"].passed
+
+
+# -- the seccomp filter, run by a small classic-BPF interpreter -------------------------------------
+
+def run_filter(nr: int, args=(0, 0, 0, 0, 0, 0), arch="x86_64", audit=None) -> int:
+    """What the filter for `arch` returns for one system call: the kernel's reading of seccomp_data."""
+    program = sandbox._bpf_program(arch)
+    code = [struct.unpack("HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    data = struct.pack("<iIQ6Q", nr, sandbox.AUDIT_ARCH[arch] if audit is None else audit, 0, *args)
+    pc, acc = 0, 0
+    while True:
+        op, jt, jf, k = code[pc]
+        if op == 0x20:                                      # BPF_LD | BPF_W | BPF_ABS
+            acc, pc = struct.unpack_from("<I", data, k)[0], pc + 1
+        elif op == 0x06:                                    # BPF_RET
+            return k
+        else:
+            taken = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[op]
+            pc += 1 + (jt if taken else jf)
+
+
+ARCHES = sorted(sandbox.SYSCALLS)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("call", ["socket", "socketpair"])
+def test_the_filter_denies_socket_families_beyond_unix_and_ip_with_an_errno(arch, call):
+    nr = sandbox.SYSCALLS[arch][call]
+    allow, errno_ = sandbox.SECCOMP_RET_ALLOW, sandbox.SECCOMP_RET_ERRNO
+    for family in (sandbox.AF_UNIX, sandbox.AF_INET, sandbox.AF_INET6):
+        assert run_filter(nr, (family, 1, 0, 0, 0, 0), arch) == allow
+        assert run_filter(nr, ((7 << 32) | family, 1, 0, 0, 0, 0), arch) == allow   # an int: low 32 bits
+    assert run_filter(nr, (sandbox.AF_NETLINK, 3, sandbox.NETLINK_ROUTE, 0, 0, 0), arch) == allow
+    for protocol in sandbox.DENIED_NETLINK.values():
+        got = run_filter(nr, (sandbox.AF_NETLINK, 3, protocol, 0, 0, 0), arch)
+        assert got == errno_ | sandbox.EPROTONOSUPPORT
+    for family in [*sandbox.DENIED_FAMILIES.values(), 0, 3, 45, 46, 255, 0xFFFFFFFF]:
+        assert run_filter(nr, (family, 1, 0, 0, 0, 0), arch) == errno_ | sandbox.EAFNOSUPPORT, family
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_the_filter_kills_what_it_denies_and_allows_the_rest(arch):
+    calls = sandbox.SYSCALLS[arch]
+    kill, allow = sandbox.SECCOMP_RET_KILL_PROCESS, sandbox.SECCOMP_RET_ALLOW
+    denied = [calls[name] for name in sandbox.DENIED if name in calls]
+    assert len(denied) >= len(sandbox.DENIED) - 2                       # iopl, ioperm: x86 only
+    assert all(run_filter(nr, arch=arch) == kill for nr in denied)
+    ordinary = set(range(0, 300)) - set(calls.values())                 # read, write, mmap ...
+    assert all(run_filter(nr, arch=arch) == allow for nr in ordinary)
+    assert run_filter(calls["clone"], (0x11, 0, 0, 0, 0, 0), arch) == allow        # fork
+    assert run_filter(calls["clone"], (sandbox.CLONE_NEWUSER, 0, 0, 0, 0, 0), arch) == kill
+    assert run_filter(calls["clone3"], arch=arch) == sandbox.SECCOMP_RET_ERRNO | sandbox.ENOSYS
+    for other in (0x40000003, 0x40000028, *(a for n, a in sandbox.AUDIT_ARCH.items() if n != arch)):
+        assert run_filter(calls["socket"], (sandbox.AF_INET, 1, 0, 0, 0, 0), arch, audit=other) == kill
+    if arch == "x86_64":
+        x32 = sandbox.X32_SYSCALL_BIT | calls["socket"]
+        assert run_filter(x32, (sandbox.AF_INET, 1, 0, 0, 0, 0), arch) == kill
+
+
+def test_each_machine_runs_its_own_filter():
+    assert sandbox.filter_arch("x86_64") == sandbox.filter_arch("AMD64") == "x86_64"
+    assert sandbox.filter_arch("aarch64") == sandbox.filter_arch("arm64") == "aarch64"
+    assert sandbox.filter_arch("riscv64") is None and not sandbox.seccomp_supported("s390x")
+    assert sandbox._bpf_program("x86_64") != sandbox._bpf_program("aarch64")
+
+
+SOCKETS = """
+import errno, socket
+def vsock():
+    try:
+        socket.socket(40, socket.SOCK_STREAM).close()
+    except OSError as exc:
+        return errno.errorcode[exc.errno]
+    return "created"
+def usable():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s, socket.socket(socket.AF_UNIX) as u:
+        pass
+    a, b = socket.socketpair()
+    a.close(), b.close()
+    return [name for _, name in socket.if_nameindex()]
+"""
+
+
+def test_learner_code_sees_a_denied_socket_as_an_oserror(tmp_path, zygote):
+    bubblewrap(zygote)
+    (tmp_path / "s.py").write_text(SOCKETS)
+    jail = Jail(tmp_path, Limits(), zygote=zygote)
+    try:
+        assert jail.request("import", 10, modules=["s"]) == {"s": None}
+        assert jail.request("call", 10, target={"module": "s", "path": ["vsock"]}) == "EAFNOSUPPORT"
+        assert jail.request("call", 10, target={"module": "s", "path": ["usable"]}) == ["lo"]
+    finally:
+        jail.close()
+
+
+def test_on_an_architecture_without_the_filter_the_doctor_fails(monkeypatch):
+    me = {"uid": launcher.UID_BASE + 1, "euid": launcher.UID_BASE + 1, "cap_eff": "0", "cap_prm": "0",
+          "no_new_privs": "1", "groups": [], "seccomp": "2", "env": ["PATH"]}
+
+    def seccomp_finding(machine, status):
+        monkeypatch.setattr(platform, "machine", lambda: machine)
+        report = doctor.Report("bubblewrap")
+        doctor._identity(report, lambda fn: {**me, "seccomp": status}, zygote=None)
+        return {f.attack: f for f in report.findings}["a seccomp filter is installed"], report
+
+    for machine in ("riscv64", "s390x", "ppc64le"):            # no filter there: never a pass
+        for status in ("0", "2"):
+            found, report = seccomp_finding(machine, status)
+            assert not found.contained and machine in found.detail and not report.ok
+    for machine in ("x86_64", "aarch64"):
+        found, report = seccomp_finding(machine, "0")             # a filter due, none installed
+        assert not found.contained and not report.ok
+        found, report = seccomp_finding(machine, "2")
+        assert found.contained and report.ok, report.render()
+
+
+# -- what of site-packages a jail sees -------------------------------------------------------------
+
+def test_the_closure_follows_unconditional_requirements_only():
+    installed = {"torch": ["filelock", "Typing_Extensions>=4", "optree; extra == 'optree'",
+                           'colorama; sys_platform == "nonesuch"', "sympy"],
+                 "sympy": ["mpmath<1.4", "pytest; extra == 'dev'"], "mpmath": [], "filelock": None,
+                 "typing-extensions": [], "numpy": [], "optree": [], "colorama": [], "pytest": []}
+    got = launcher.requirement_closure(["torch", "numpy", "msgpack"], installed.get)
+    assert got == {"torch", "typing-extensions", "sympy", "mpmath", "numpy"}   # filelock, msgpack: absent
+
+
+def test_a_distributions_entries_are_its_top_level_names():
+    record = ["torch/__init__.py", "torch/lib/libtorch.so", "torch-2.13.0.dist-info/RECORD",
+              "../../../bin/torchrun", "__pycache__/typing_extensions.cpython-311.pyc",
+              "typing_extensions.py", "numpy.libs/libgfortran.so", "/etc/absolute"]
+    assert launcher.top_level_entries(record) == {
+        "torch", "torch-2.13.0.dist-info", "__pycache__/typing_extensions.cpython-311.pyc",
+        "typing_extensions.py", "numpy.libs"}
+
+
+def test_the_bubblewrap_command_binds_only_the_jails_distributions():
+    entries = launcher.jail_site_entries()
+    names = {e.split("/")[0].split("-")[0] for found in entries.values() for e in found}
+    assert {"torch", "numpy", "msgpack", "sympy", "jinja2", "typing_extensions"} <= names
+    assert not names & {"scipy", "pytest", "_pytest", "transformers", "pydantic", "hypothesis", "grader",
+                        "gpt_bughunt_grader", "__editable__.gpt_bughunt_grader"}
+    argv = launcher.bwrap_argv("/usr/bin/bwrap", 3)
+    masked = {argv[i + 1] for i, a in enumerate(argv) if a == "--tmpfs"}
+    sealed = {argv[i + 1] for i, a in enumerate(argv) if a == "--remount-ro"}
+    for folder in launcher.site_folders():
+        if any(launcher._is_within(folder, r) for r in [*launcher._python_roots(), Path("/usr")]):
+            assert str(folder) in masked and str(folder) in sealed, folder
+    binds = [argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind"]
+    inside = [b for b in binds if any(f in Path(b).parents for f in entries)]
+    assert sorted(inside) == sorted(str(f / e) for f, found in entries.items() for e in found)
+
+
+LOOK = """
+import importlib.util, os
+def look(folders, names):
+    shown = {f: sorted(os.listdir(f)) if os.path.isdir(f) else None for f in folders}
+    return shown, {n: importlib.util.find_spec(n) is not None for n in names}
+"""
+
+
+def test_a_jail_sees_only_the_standard_library_and_the_jails_distributions(tmp_path, zygote):
+    bubblewrap(zygote)
+    (tmp_path / "look.py").write_text(LOOK)
+    jail = Jail(tmp_path, Limits(), zygote=zygote)
+    folders = [str(f) for f in launcher.site_folders()]
+    wanted = ["torch", "numpy", "msgpack", "sympy", "json", "sqlite3", "ctypes",
+              "scipy", "pytest", "transformers", "pydantic", "grader", "yaml"]
+    try:
+        assert jail.request("import", 10, modules=["look"]) == {"look": None}
+        shown, found = jail.request("call", 10, target={"module": "look", "path": ["look"]},
+                                    args=[folders, wanted])
+    finally:
+        jail.close()
+    entries = launcher.jail_site_entries()
+    allowed = {str(f): {e.split("/")[0] for e in names} for f, names in entries.items()}
+    for folder, names in shown.items():
+        assert set(names or []) <= allowed.get(folder, set()), (folder, names)
+    assert found == {name: name in ("torch", "numpy", "msgpack", "sympy", "json", "sqlite3", "ctypes")
+                     for name in wanted}
+
+
+def test_a_private_package_installed_into_site_packages_is_simply_not_bound(monkeypatch):
+    """pip install . puts the grader and its exercises into site-packages: masking them there would
+    need a mount point in the read-only site view; they are left out of it instead."""
+    site = next(iter(launcher.jail_site_entries()))
+    hidden = [site / "grader", site / "exercises", site / "torch" / "nothing-private"]
+    monkeypatch.setattr(launcher, "private_paths", lambda: hidden)
+    monkeypatch.setattr(Path, "is_dir", lambda self: True)
+    argv = launcher.bwrap_argv("/usr/bin/bwrap", 3)
+    masked = {argv[i + 1] for i, a in enumerate(argv) if a == "--tmpfs"}
+    assert str(site / "grader") not in masked and str(site / "exercises") not in masked
+    assert str(site / "torch" / "nothing-private") in masked          # inside a bound entry: masked
+    assert launcher.shown_in_site(Path("/etc/x"), [Path("/")], [site], {}) is True

@@ -5,6 +5,10 @@ process of its jails is left; nothing was written outside the jail; nothing hidd
 planted in the hidden tests, the key and the solution, a secret on the host, a concurrent
 submission's secret) appears anywhere in the grade. The cases share one warm zygote and run with
 short limits, so the whole corpus takes well under three minutes.
+
+A leak is judged by the planted canaries only, and a verdict by what the grader decided: no case
+walks for a while and judges what it reached, and walks go in sorted order over bounded trees, so
+no outcome depends on the machine's speed or on the order a file system lists its entries.
 """
 from __future__ import annotations
 

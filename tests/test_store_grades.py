@@ -125,4 +125,8 @@ def test_a_message_is_capped_where_the_model_is_made_whether_text_or_msg():
     huge = "x" * (1 << 20)
     for message in (huge, msg("your code raised {type}: {message}", type="ValueError", message=huge)):
         error = GradeError(kind="crash", message=message)
-        assert len(error.message) == 64 * 1024
+        # the message and its params together within one message's 64 KiB, the cut marked
+        kept = error.model_dump()
+        assert error.message.startswith("x" if message is huge else "your code raised ValueError: x")
+        assert error.message.endswith(" …") and len(error.message) > 16 * 1024
+        assert len(repr(kept).encode()) <= 64 * 1024 + 256

@@ -14,7 +14,7 @@ import sys
 import click
 
 from grader.cli import batch, doctor, grade, gradebook, mutants
-from grader.cli.common import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, get_exercise, usage_error
+from grader.cli.common import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, echo, get_exercise, usage_error
 from grader.errors import GraderError
 
 
@@ -26,7 +26,7 @@ class GraderCommands(click.Group):
         try:
             return super().invoke(ctx)
         except GraderError as exc:
-            click.echo(f"error: {exc}", err=True)
+            echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
 
 

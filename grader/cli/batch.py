@@ -2,9 +2,10 @@
 
 Small click functions over grader/batch.py and grader/store (imported when a command runs, so
 `grader grade` does not pay for SQLAlchemy or torch). Exit codes: 0 done; 1 done, but some
-submissions could not be graded because the grader failed (run the command again to retry them);
-2 usage or input error (unknown exercise, unreadable SOURCE, unusable or missing gradebook, jail
-refused).
+submissions could not be graded because the grader failed (run the command again to retry them:
+limits.GRADER_ATTEMPTS gradings in all, then a final `crash`); 2 usage or input error (unknown
+exercise, unreadable SOURCE, unusable or missing gradebook, jail refused). Every echo of data
+goes through grader.cli.common.echo (no raw terminal sequences).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from grader.cli.common import EXIT_FAIL, EXIT_PASS, db_option, get_exercise, lang_option, usage_error
+from grader.cli.common import EXIT_FAIL, EXIT_PASS, db_option, echo, get_exercise, lang_option, usage_error
 
 
 def executor_options(f):
@@ -44,9 +45,7 @@ def _run(fn, *args, **kwargs):
     except BatchError as exc:
         usage_error(str(exc))
     except KeyboardInterrupt:
-        click.echo(
-            "interrupted: the grades recorded so far are kept; run the same command to finish", err=True
-        )
+        echo("interrupted: the grades recorded so far are kept; run the same command to finish", err=True)
         sys.exit(130)
 
 
@@ -84,7 +83,7 @@ def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, 
         force=force,
         lang=lang,
         progress=progress,
-        echo=click.echo,
+        echo=echo,
     )
     sys.exit(EXIT_FAIL if tally.errors else EXIT_PASS)
 
@@ -109,12 +108,12 @@ def regrade(exercise, db, workers, scheduler, progress, force):
         scheduler=scheduler,
         force=force,
         progress=progress,
-        echo=click.echo,
+        echo=echo,
     )
     if not changes:
-        click.echo("no score changed")
+        echo("no score changed")
     else:
-        click.echo(f"{len(changes)} score{'s' if len(changes) != 1 else ''} changed:")
+        echo(f"{len(changes)} score{'s' if len(changes) != 1 else ''} changed:")
         width = max(len(c.learner) for c in changes)
         for c in sorted(changes, key=lambda c: c.learner):
             verdict = (
@@ -125,7 +124,7 @@ def regrade(exercise, db, workers, scheduler, progress, force):
                 else "  no longer passes"
             )
             older = "" if c.current else "  (an older submission)"
-            click.echo(
+            echo(
                 f"  {c.learner:{width}}  {c.old_score:g} -> {c.new_score:g} / {c.max_score:g}  "
                 f"({c.new_score - c.old_score:+g}){verdict}{older}" + (f"  {c.name}" if c.name else "")
             )

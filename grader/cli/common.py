@@ -13,13 +13,16 @@ from typing import NoReturn
 import click
 
 from grader.errors import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
+from grader.limits import MESSAGE_BYTES
 from grader.locale import LANGS, lang_from_env
+from grader.text import terminal
 
 __all__ = [
     "EXIT_FAIL",
     "EXIT_PASS",
     "EXIT_USAGE",
     "db_option",
+    "echo",
     "get_exercise",
     "lang_option",
     "open_gradebook",
@@ -28,9 +31,17 @@ __all__ = [
 ]
 
 
+def echo(text="", *, err: bool = False, limit: int = MESSAGE_BYTES) -> None:
+    """click.echo for text that carries data (learner ids, file and member names, messages):
+    through grader.text.terminal, so no control character or escape sequence (OSC title or
+    clipboard, CSI, a bare CR, a bidi override) reaches the terminal raw. Every echo of data in
+    the CLI goes through here; a rendered report is already made so (reports/view.py)."""
+    click.echo(terminal(text, limit), err=err)
+
+
 def usage_error(message: str) -> NoReturn:
     """Exit 2 with `error: MESSAGE` on stderr (click's own UsageError and BadParameter exit 2 too)."""
-    click.echo(f"error: {message}", err=True)
+    echo(f"error: {message}", err=True)
     sys.exit(EXIT_USAGE)
 
 

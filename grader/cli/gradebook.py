@@ -7,7 +7,6 @@ only by reports/gradebook.py.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -16,12 +15,14 @@ import click
 from grader.cli.common import (
     EXIT_PASS,
     db_option,
+    echo,
     get_exercise,
     lang_option,
     open_gradebook,
     usage_error,
     write_out,
 )
+from grader.text import terminal
 from reports.render import FORMATS
 
 
@@ -47,34 +48,36 @@ def gradebook_export(db, fmt, exercise, out):
     finally:
         gb.close()
     if fmt == "csv":
-        text = render_export_csv(current)
+        text = render_export_csv(current)  # every cell `shown` and formula-guarded
     else:
-        text = (
-            json.dumps(
-                [
-                    {
-                        **export_row(c),
-                        "exercise_version": c.version,
-                        "submission": c.digest,
-                        "grade": c.grade.model_dump(mode="json"),
-                    }
-                    for c in current
-                ],
-                ensure_ascii=False,
-                indent=2,
-            )
-            + "\n"
+        text = as_json(
+            [
+                {
+                    **export_row(c),
+                    "exercise_version": c.version,
+                    "submission": c.digest,
+                    "grade": c.grade.model_dump(mode="json"),
+                }
+                for c in current
+            ]
         )
     if out:
         write_out(out, text)
-        click.echo(f"wrote {len(current)} grades to {out}", err=True)
+        echo(f"wrote {len(current)} grades to {out}", err=True)
     else:
         click.echo(text, nl=False)
 
 
+def as_json(data) -> str:
+    """Data as the JSON every report writes (reports.jsonfmt): no NaN tokens, and every control
+    or invisible character a JSON escape, so it can go to a terminal and reads back the same."""
+    from reports.jsonfmt import dumps, strict
+
+    return dumps(strict(data))
+
+
 def _clean(text, limit=400) -> str:
-    text = "".join(ch if ch.isprintable() else "?" for ch in str(text))
-    return text if len(text) <= limit else text[:limit] + " [cut]"
+    return terminal(text, limit)
 
 
 @gradebook.command("show")
@@ -143,17 +146,11 @@ def gradebook_show(learner, db, exercise, fmt, history, lang, color, out):
     if fmt == "json" and history:
         from reports.gradebook import export_row
 
-        text = (
-            json.dumps(
-                {
-                    **info,
-                    "current": [{**export_row(c), "grade": c.grade.model_dump(mode="json")} for c in current],
-                },
-                ensure_ascii=False,
-                indent=2,
-                default=str,
-            )
-            + "\n"
+        text = as_json(
+            {
+                **info,
+                "current": [{**export_row(c), "grade": c.grade.model_dump(mode="json")} for c in current],
+            }
         )
     elif fmt == "text":
         text = _overview(info, current, lang, color)
@@ -173,7 +170,7 @@ def gradebook_show(learner, db, exercise, fmt, history, lang, color, out):
         text = render(current[0].grade, fmt, lang)
     if out:
         write_out(out, text)
-        click.echo(f"wrote {out}", err=True)
+        echo(f"wrote {out}", err=True)
     else:
         click.echo(text, nl=False, color=color)
     sys.exit(EXIT_PASS)

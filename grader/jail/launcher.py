@@ -4,8 +4,10 @@ This module imports no torch, so the command line can start the zygote first and
 itself while the zygote does the same on the other core (`prestart`).
 
 bubblewrap gives the zygote a root of its own: read-only binds of the system (/usr and the /lib,
-/bin links), the Python runtime and its site-packages (with the grader's own packages masked),
-and the four jail files in /jail; a private /proc, /dev and a size-bounded /tmp; no network, a new
+/bin links), the Python runtime with its standard library, in its site-packages only the
+distributions the jail imports and what they require (`jail_site_entries`: torch, numpy, msgpack
+and their dependency closure; no scipy, pytest, transformers or grader), and the four jail files
+in /jail; a private /proc, /dev and a size-bounded /tmp; no network, a new
 PID, IPC, UTS and cgroup namespace; a new session; no environment but the few variables set here;
 and it dies with the grader. The zygote keeps the capabilities it needs to build each jail
 (mount, setns, setuid, kill) and every jail drops all of them before learner code runs.
@@ -13,16 +15,23 @@ and it dies with the grader. The zygote keeps the capabilities it needs to build
 
 from __future__ import annotations
 
+import csv
+import functools
+import glob
+import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from grader.errors import ZygoteError
@@ -35,6 +44,17 @@ JAIL_FILES = ("zygote.py", "sandbox.py", "worker.py", "wire.py")
 IN_JAIL = "/jail"
 # packages of this project that hold hidden tests, keys, solutions, mutants or the grader itself
 PRIVATE_PACKAGES = ("grader", "exercises", "mutants", "reference_model", "reports")
+# the distributions the jail itself imports (zygote.py, wire.py): learner code sees these, what they
+# require to import, and the standard library; nothing else of the machine's Python
+JAIL_DISTRIBUTIONS = ("torch", "numpy", "msgpack")
+# where other Pythons of the machine keep packages (visible through the read-only /usr otherwise)
+SYSTEM_SITE_GLOBS = (
+    "/usr/lib/python3/dist-packages",
+    "/usr/lib/python3*/site-packages",
+    "/usr/lib/python3*/dist-packages",
+    "/usr/local/lib/python3*/site-packages",
+    "/usr/local/lib/python3*/dist-packages",
+)
 UID_BASE = 0x40000000  # jail uids: far above any real account, one per jail
 READY_TIMEOUT = 120.0
 CONTROL_TIMEOUT = 60.0
@@ -92,6 +112,138 @@ def _python_roots() -> list[Path]:
 
 def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+# -- what of site-packages a jail sees -------------------------------------------------------------
+
+
+def canonical_name(name: str) -> str:
+    """PEP 503: `typing_extensions`, `Typing-Extensions` and `typing.extensions` are one project."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_closure(roots: Iterable[str], requires: Callable[[str], list[str] | None]) -> set[str]:
+    """The canonical names of `roots` and, recursively, of everything they require unconditionally
+    here (markers evaluated for this interpreter, no extras). `requires(name)` gives a
+    distribution's requirement strings, or None if it is not installed (then it is left out)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    seen: set[str] = set()
+    todo = [canonical_name(r) for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        wanted = requires(name)
+        if wanted is None:
+            continue
+        seen.add(name)
+        for text in wanted:
+            try:
+                req = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(canonical_name(req.name))
+    return seen
+
+
+def top_level_entries(record_paths: Iterable[str]) -> set[str]:
+    """The names inside site-packages that a distribution's files (RECORD paths, relative to
+    site-packages) occupy: a package folder, a module, its .dist-info, its .libs. Files of the
+    shared __pycache__ are named one by one; paths leading out of site-packages (scripts) are
+    not entries."""
+    entries = set()
+    for path in record_paths:
+        parts = path.replace("\\", "/").split("/")  # strings, not Paths: torch alone has 15,000
+        if parts[0] in ("", ".", "..") or ":" in parts[0]:
+            continue
+        entries.add("/".join(parts[:2]) if parts[0] == "__pycache__" and len(parts) > 1 else parts[0])
+    return entries
+
+
+def _record_paths(dist: importlib.metadata.Distribution) -> list[str]:
+    text = dist.read_text("RECORD")
+    if text is not None:
+        return [row[0] for row in csv.reader(text.splitlines()) if row]
+    return [str(f) for f in dist.files or []]
+
+
+def _installed(name: str) -> importlib.metadata.Distribution | None:
+    try:
+        return importlib.metadata.distribution(name)  # the first on sys.path, as for an import
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def jail_site_entries() -> dict[Path, tuple[str, ...]]:
+    """For each site-packages folder: the entries of the jail's distributions in it."""
+    dists: dict[str, importlib.metadata.Distribution | None] = {}
+
+    def requires(name: str) -> list[str] | None:
+        if name not in dists:
+            dists[name] = _installed(name)
+        dist = dists[name]
+        return None if dist is None else dist.requires or []
+
+    found: dict[Path, set[str]] = {}
+    for name in requirement_closure(JAIL_DISTRIBUTIONS, requires):
+        dist = dists[name]
+        assert dist is not None  # the closure holds installed distributions only
+        site = Path(str(dist.locate_file(""))).resolve()
+        entries = top_level_entries(_record_paths(dist))
+        meta = getattr(dist, "_path", None)  # its .dist-info, should RECORD not list itself
+        if isinstance(meta, Path):
+            entries.add(meta.name)
+        found.setdefault(site, set()).update(e for e in entries if os.path.lexists(site / e))
+    return {site: tuple(sorted(entries)) for site, entries in found.items()}
+
+
+def site_folders() -> list[Path]:
+    """Every site-packages folder a jail would otherwise see: this interpreter's, its base
+    interpreter's and the system Pythons' under /usr."""
+    folders: list[Path] = []
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    for prefix in prefixes:
+        paths = sysconfig.get_paths(vars={"base": prefix, "platbase": prefix})
+        folders += [Path(paths["purelib"]), Path(paths["platlib"])]
+    for pattern in SYSTEM_SITE_GLOBS:
+        folders += [Path(p) for p in glob.glob(pattern)]
+    unique: list[Path] = []
+    for folder in folders:
+        real = folder.resolve()
+        if real.is_dir() and real not in unique:
+            unique.append(real)
+    return sorted(unique)
+
+
+def shown_in_site(
+    path: Path, visible: list[Path], folders: list[Path], entries: dict[Path, tuple[str, ...]]
+) -> bool:
+    """Whether `path` is visible as far as site-packages go: outside every masked folder, or inside
+    one of the entries bound into it."""
+    for folder in folders:
+        if _is_within(path, folder) and any(_is_within(folder, root) for root in visible):
+            return any(_is_within(path, folder / name) for name in entries.get(folder, ()))
+    return True
+
+
+def site_argv(visible: list[Path], folders: list[Path], entries: dict[Path, tuple[str, ...]]) -> list[str]:
+    """Each site-packages folder inside a visible root becomes an empty read-only tmpfs holding
+    read-only binds of the jail's distributions' entries only."""
+    argv: list[str] = []
+    for folder in folders:
+        if not any(_is_within(folder, root) for root in visible):
+            continue
+        argv += ["--perms", "0755", "--tmpfs", str(folder)]
+        names = entries.get(folder, ())
+        if any(name.startswith("__pycache__/") for name in names):
+            argv += ["--perms", "0755", "--dir", str(folder / "__pycache__")]
+        for name in names:
+            argv += ["--ro-bind", str(folder / name), str(folder / name)]
+        argv += ["--remount-ro", str(folder)]
+    return argv
 
 
 def bwrap_argv(bwrap: str, control_fd: int, warm: str = "full", tmp_mb: int = Limits().tmp_mb) -> list[str]:
@@ -152,10 +304,15 @@ def bwrap_argv(bwrap: str, control_fd: int, warm: str = "full", tmp_mb: int = Li
                 argv += ["--perms", "0755", "--dir", str(parent)]
     for root in roots:
         argv += ["--ro-bind", str(root), str(root)]
+    visible, entries = [*roots, Path("/usr")], jail_site_entries()
+    argv += site_argv(visible, site_folders(), entries)
     for hidden in private_paths():
+        if not shown_in_site(hidden, visible, site_folders(), entries):
+            continue  # in a site-packages folder, not bound into it (e.g. the grader pip-installed)
         for root in roots:
             if _is_within(hidden, root) and hidden.is_dir():
-                argv += ["--tmpfs", str(hidden)]  # masked: an empty, root-owned folder
+                # masked: an empty, read-only folder
+                argv += ["--perms", "0755", "--tmpfs", str(hidden), "--remount-ro", str(hidden)]
                 break
     for name in JAIL_FILES:
         argv += ["--ro-bind", str(JAIL_DIR / name), f"{IN_JAIL}/{name}"]

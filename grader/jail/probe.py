@@ -61,8 +61,8 @@ def find(needle, roots, skip=(), max_files=20000, max_seconds=20.0):
             if dirpath.startswith(skip) and dirpath not in roots:
                 dirnames[:] = []
                 continue
-            dirnames[:] = [d for d in dirnames if not os.path.join(dirpath, d).startswith(skip)]
-            for name in filenames:
+            dirnames[:] = sorted(d for d in dirnames if not os.path.join(dirpath, d).startswith(skip))
+            for name in sorted(filenames):
                 path = os.path.join(dirpath, name)
                 seen += 1
                 if seen > max_files or time.monotonic() - start > max_seconds:
@@ -95,14 +95,14 @@ def processes(needle):
     return {"pids": sorted(seen), "hits": hits}
 
 
-def writable(roots, skip=("/proc", "/sys"), max_dirs=20000):
-    """Directories in which a new file can actually be created."""
+def writable(roots, skip=("/proc", "/sys"), max_dirs=200_000):
+    """Directories in which a new file can actually be created (every one, or complete: False)."""
     found: list[str] = []
     n = 0
     token = f".grader-doctor-{os.getpid()}-{time.monotonic_ns()}"
     for root in roots:
         for dirpath, dirnames, _ in os.walk(root, onerror=lambda e: None):
-            dirnames[:] = [d for d in dirnames if not os.path.join(dirpath, d).startswith(skip)]
+            dirnames[:] = sorted(d for d in dirnames if not os.path.join(dirpath, d).startswith(skip))
             n += 1
             if n > max_dirs:
                 return {"dirs": found, "complete": False}
@@ -165,6 +165,36 @@ def network(tcp_port, abstract_name):
         "unix-abstract-host": attempt(unix),
         "interfaces": [name for _, name in socket.if_nameindex()],
     }
+
+
+def open_sockets(attempts):
+    """socket(family, type, protocol) for each named attempt: "created", or the errno's name."""
+    out = {}
+    for name, (family, kind, protocol) in attempts.items():
+        try:
+            socket.socket(family, kind, protocol).close()
+            out[name] = "created"
+        except OSError as exc:
+            out[name] = errno.errorcode.get(exc.errno or 0, str(exc))
+    return out
+
+
+def listing(folders):
+    """The names in each folder, or None where it cannot be listed."""
+    out: dict[str, list[str] | None] = {}
+    for folder in folders:
+        try:
+            out[folder] = sorted(os.listdir(folder))
+        except OSError:
+            out[folder] = None
+    return out
+
+
+def importable(names):
+    """Which top-level modules the jail's interpreter can find."""
+    import importlib.util
+
+    return {name: importlib.util.find_spec(name) is not None for name in names}
 
 
 def fork_many(n, seconds=3.0):

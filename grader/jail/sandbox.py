@@ -258,103 +258,277 @@ def no_new_privs():
 
 # -- a seccomp filter: system calls a learner never needs, whose only use is an attack ---------------
 
-AUDIT_ARCH_X86_64 = 0xC000003E
-X32_SYSCALL_BIT = 0x40000000
 SECCOMP_RET_KILL_PROCESS = 0x80000000
 SECCOMP_RET_ERRNO = 0x00050000
 SECCOMP_RET_ALLOW = 0x7FFF0000
 ENOSYS = 38
+EPROTONOSUPPORT = 93
+EAFNOSUPPORT = 97
 
-# x86_64 numbers. Each of these kills the process (SIGSYS), which the grader reports as `sandbox`.
-DENIED_X86_64 = {
-    "ptrace": 101,
-    "syslog": 103,
-    "vhangup": 153,
-    "pivot_root": 155,
-    "adjtimex": 159,
-    "chroot": 161,
-    "acct": 163,
-    "settimeofday": 164,
-    "mount": 165,
-    "umount2": 166,
-    "swapon": 167,
-    "swapoff": 168,
-    "reboot": 169,
-    "iopl": 172,
-    "ioperm": 173,
-    "init_module": 175,
-    "delete_module": 176,
-    "quotactl": 179,
-    "lookup_dcookie": 212,
-    "clock_settime": 227,
-    "kexec_load": 246,
-    "add_key": 248,
-    "request_key": 249,
-    "keyctl": 250,
-    "unshare": 272,
-    "perf_event_open": 298,
-    "name_to_handle_at": 303,
-    "open_by_handle_at": 304,
-    "clock_adjtime": 305,
-    "setns": 308,
-    "process_vm_readv": 310,
-    "process_vm_writev": 311,
-    "finit_module": 313,
-    "kexec_file_load": 320,
-    "bpf": 321,
-    "userfaultfd": 323,
-    "io_uring_setup": 425,
-    "io_uring_enter": 426,
-    "io_uring_register": 427,
-    "open_tree": 428,
-    "move_mount": 429,
-    "fsopen": 430,
-    "fsconfig": 431,
-    "fsmount": 432,
-    "fspick": 433,
-    "mount_setattr": 442,
+# Each of these kills the process (SIGSYS), which the grader reports as `sandbox`.
+DENIED = (
+    "ptrace",
+    "syslog",
+    "vhangup",
+    "pivot_root",
+    "adjtimex",
+    "chroot",
+    "acct",
+    "settimeofday",
+    "mount",
+    "umount2",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "iopl",
+    "ioperm",
+    "init_module",
+    "delete_module",
+    "quotactl",
+    "lookup_dcookie",
+    "clock_settime",
+    "kexec_load",
+    "add_key",
+    "request_key",
+    "keyctl",
+    "unshare",
+    "perf_event_open",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "clock_adjtime",
+    "setns",
+    "process_vm_readv",
+    "process_vm_writev",
+    "finit_module",
+    "kexec_file_load",
+    "bpf",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+)
+
+# System call numbers by architecture, for DENIED and the calls the filter looks into; a call an
+# architecture lacks (iopl on aarch64) is absent. x86_64: arch/x86/entry/syscalls/syscall_64.tbl;
+# aarch64: include/uapi/asm-generic/unistd.h.
+SYSCALLS = {
+    "x86_64": {
+        "ptrace": 101,
+        "syslog": 103,
+        "vhangup": 153,
+        "pivot_root": 155,
+        "adjtimex": 159,
+        "chroot": 161,
+        "acct": 163,
+        "settimeofday": 164,
+        "mount": 165,
+        "umount2": 166,
+        "swapon": 167,
+        "swapoff": 168,
+        "reboot": 169,
+        "iopl": 172,
+        "ioperm": 173,
+        "init_module": 175,
+        "delete_module": 176,
+        "quotactl": 179,
+        "lookup_dcookie": 212,
+        "clock_settime": 227,
+        "kexec_load": 246,
+        "add_key": 248,
+        "request_key": 249,
+        "keyctl": 250,
+        "unshare": 272,
+        "perf_event_open": 298,
+        "name_to_handle_at": 303,
+        "open_by_handle_at": 304,
+        "clock_adjtime": 305,
+        "setns": 308,
+        "process_vm_readv": 310,
+        "process_vm_writev": 311,
+        "finit_module": 313,
+        "kexec_file_load": 320,
+        "bpf": 321,
+        "userfaultfd": 323,
+        "io_uring_setup": 425,
+        "io_uring_enter": 426,
+        "io_uring_register": 427,
+        "open_tree": 428,
+        "move_mount": 429,
+        "fsopen": 430,
+        "fsconfig": 431,
+        "fsmount": 432,
+        "fspick": 433,
+        "mount_setattr": 442,
+        "socket": 41,
+        "socketpair": 53,
+        "clone": 56,
+        "clone3": 435,
+    },
+    "aarch64": {
+        "lookup_dcookie": 18,
+        "umount2": 39,
+        "mount": 40,
+        "pivot_root": 41,
+        "chroot": 51,
+        "vhangup": 58,
+        "quotactl": 60,
+        "acct": 89,
+        "unshare": 97,
+        "kexec_load": 104,
+        "init_module": 105,
+        "delete_module": 106,
+        "clock_settime": 112,
+        "syslog": 116,
+        "ptrace": 117,
+        "reboot": 142,
+        "settimeofday": 170,
+        "adjtimex": 171,
+        "add_key": 217,
+        "request_key": 218,
+        "keyctl": 219,
+        "swapon": 224,
+        "swapoff": 225,
+        "perf_event_open": 241,
+        "name_to_handle_at": 264,
+        "open_by_handle_at": 265,
+        "clock_adjtime": 266,
+        "setns": 268,
+        "process_vm_readv": 270,
+        "process_vm_writev": 271,
+        "finit_module": 273,
+        "bpf": 280,
+        "userfaultfd": 282,
+        "kexec_file_load": 294,
+        "io_uring_setup": 425,
+        "io_uring_enter": 426,
+        "io_uring_register": 427,
+        "open_tree": 428,
+        "move_mount": 429,
+        "fsopen": 430,
+        "fsconfig": 431,
+        "fsmount": 432,
+        "fspick": 433,
+        "mount_setattr": 442,
+        "socket": 198,
+        "socketpair": 199,
+        "clone": 220,
+        "clone3": 435,
+    },
 }
-SYS_CLONE_X86_64, SYS_CLONE3_X86_64 = 56, 435
+# seccomp_data.arch of each: any other ABI (i386 through int 0x80, AArch32) is killed outright
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+MACHINES = {"x86_64": "x86_64", "AMD64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+X32_SYSCALL_BIT = 0x40000000  # x86_64's x32 ABI: the same numbers with this bit, killed too
+
+# Socket families a jail may open: AF_UNIX (the worker's own pipes are socketpairs), AF_INET and
+# AF_INET6 (namespaced: the jail's network has only its own loopback), and AF_NETLINK for
+# NETLINK_ROUTE alone (glibc's if_nameindex and getaddrinfo ask it about the jail's interfaces).
+# Every other family fails with EAFNOSUPPORT, an OSError learner code can handle: AF_VSOCK is not
+# namespaced at all and reaches the host, and AF_PACKET, AF_ALG, AF_KEY, AF_BLUETOOTH, AF_XDP,
+# the other netlink protocols ... are kernel surface no learner needs.
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+NETLINK_ROUTE = 0
+ALLOWED_FAMILIES = (AF_UNIX, AF_INET, AF_INET6)
+DENIED_FAMILIES = {  # each a doctor check (grader/doctor.py): its socket() must fail in a jail
+    "AF_PACKET": 17,
+    "AF_VSOCK": 40,
+    "AF_ALG": 38,
+    "AF_KEY": 15,
+    "AF_BLUETOOTH": 31,
+    "AF_XDP": 44,
+    "AF_TIPC": 30,
+    "AF_CAN": 29,
+    "AF_RDS": 21,
+}
+DENIED_NETLINK = {
+    "NETLINK_SOCK_DIAG": 4,
+    "NETLINK_AUDIT": 9,
+    "NETLINK_KOBJECT_UEVENT": 15,
+    "NETLINK_GENERIC": 16,
+}
 
 
-def seccomp_supported() -> bool:
-    return platform.machine() in ("x86_64", "AMD64")
+def filter_arch(machine: str | None = None) -> str | None:
+    """The architecture whose filter this machine runs, or None: then a jail has no filter."""
+    return MACHINES.get(machine or platform.machine())
 
 
-def _bpf_program():
-    def stmt(code, k):
-        return struct.pack("HBBI", code, 0, 0, k)
+def seccomp_supported(machine: str | None = None) -> bool:
+    return filter_arch(machine) is not None
 
-    def jump(code, k, jt, jf):
-        return struct.pack("HBBI", code, jt, jf, k)
 
-    LD_W_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+LD_W_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+
+
+def _stmt(code, k):
+    return struct.pack("HBBI", code, 0, 0, k)
+
+
+def _jump(code, k, jt, jf):
+    return struct.pack("HBBI", code, jt, jf, k)
+
+
+def _bpf_program(arch: str = "x86_64") -> bytes:
+    """The filter for one architecture (a key of SYSCALLS), as classic BPF over seccomp_data:
+    nr at offset 0, arch at 4, args[i] from 16 + 8 i (little-endian: the low 32 bits first)."""
+    nr = SYSCALLS[arch]
     prog = [
-        stmt(LD_W_ABS, 4),  # seccomp_data.arch
-        jump(JEQ, AUDIT_ARCH_X86_64, 1, 0),
-        stmt(RET, SECCOMP_RET_KILL_PROCESS),  # another ABI (i386 via int 0x80): no
-        stmt(LD_W_ABS, 0),  # seccomp_data.nr
-        jump(JGE, X32_SYSCALL_BIT, 0, 1),
-        stmt(RET, SECCOMP_RET_KILL_PROCESS),  # the x32 ABI: no
+        _stmt(LD_W_ABS, 4),  # seccomp_data.arch
+        _jump(JEQ, AUDIT_ARCH[arch], 1, 0),
+        _stmt(RET, SECCOMP_RET_KILL_PROCESS),  # another ABI: no
+        _stmt(LD_W_ABS, 0),  # seccomp_data.nr
     ]
-    for nr in sorted(DENIED_X86_64.values()):
-        prog += [jump(JEQ, nr, 0, 1), stmt(RET, SECCOMP_RET_KILL_PROCESS)]
-    prog += [jump(JEQ, SYS_CLONE3_X86_64, 0, 1), stmt(RET, SECCOMP_RET_ERRNO | ENOSYS)]
+    if arch == "x86_64":
+        prog += [_jump(JGE, X32_SYSCALL_BIT, 0, 1), _stmt(RET, SECCOMP_RET_KILL_PROCESS)]
+    for number in sorted(nr[name] for name in DENIED if name in nr):
+        prog += [_jump(JEQ, number, 0, 1), _stmt(RET, SECCOMP_RET_KILL_PROCESS)]
+    prog += [_jump(JEQ, nr["clone3"], 0, 1), _stmt(RET, SECCOMP_RET_ERRNO | ENOSYS)]
+    prog += _socket_family_filter(nr["socket"], nr["socketpair"])
     prog += [
-        jump(JEQ, SYS_CLONE_X86_64, 0, 3),  # clone: only without namespace flags
-        stmt(LD_W_ABS, 16),  # args[0], low 32 bits
-        jump(JSET, CLONE_NS_FLAGS, 0, 1),
-        stmt(RET, SECCOMP_RET_KILL_PROCESS),
-        stmt(RET, SECCOMP_RET_ALLOW),
+        _jump(JEQ, nr["clone"], 0, 3),  # clone: only without namespace flags
+        _stmt(LD_W_ABS, 16),  # args[0], low 32 bits
+        _jump(JSET, CLONE_NS_FLAGS, 0, 1),
+        _stmt(RET, SECCOMP_RET_KILL_PROCESS),
+        _stmt(RET, SECCOMP_RET_ALLOW),
     ]
     return b"".join(prog)
 
 
+def _socket_family_filter(sys_socket: int, sys_socketpair: int) -> list:
+    """socket(2) and socketpair(2) by domain (args[0], an int: its low 32 bits), and for
+    AF_NETLINK by protocol (args[2]). Entered and left with the system call number loaded."""
+    allow = [_stmt(RET, SECCOMP_RET_ALLOW)]
+    deny_family = [_stmt(RET, SECCOMP_RET_ERRNO | EAFNOSUPPORT)]
+    netlink = [  # A holds the domain; not netlink: denied
+        _jump(JEQ, AF_NETLINK, 0, 4),
+        _stmt(LD_W_ABS, 32),  # args[2], the protocol
+        _jump(JEQ, NETLINK_ROUTE, 0, 1),
+        *allow,
+        _stmt(RET, SECCOMP_RET_ERRNO | EPROTONOSUPPORT),
+    ]
+    families = []
+    for i, family in enumerate(ALLOWED_FAMILIES):
+        # an allowed family jumps to the `allow` after the remaining family tests and netlink
+        families.append(
+            _jump(JEQ, family, len(ALLOWED_FAMILIES) - 1 - i + len(netlink) + len(deny_family), 0)
+        )
+    check = [_stmt(LD_W_ABS, 16), *families, *netlink, *deny_family, *allow]  # args[0], the domain
+    return [_jump(JEQ, sys_socket, 1, 0), _jump(JEQ, sys_socketpair, 0, len(check)), *check]
+
+
 def install_seccomp() -> bool:
     """Needs no_new_privs (set first). Returns False where the filter is not available."""
-    if not seccomp_supported():
+    arch = filter_arch()
+    if arch is None:
         return False
-    code = _bpf_program()
+    code = _bpf_program(arch)
     n = len(code) // 8
     buf = ctypes.create_string_buffer(code, len(code))
 

@@ -241,7 +241,9 @@ def describe(exc: BaseException) -> dict:
         "type": str(type_name)[:200],
         "mro": [str(n)[:200] for n in mro[:32]],
         "message": message,
-        "where": where,
+        "where": where[:200]
+        if where
+        else where,  # a frame's file name may be huge; capped again by the grader
         "memory": memory,
         **flags,
     }

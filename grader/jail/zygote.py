@@ -1,9 +1,10 @@
 """The zygote: one warm process that has imported torch, forking one jail per submission.
 
 Started by launcher.py as `python -I -B -u zygote.py MODE CONTROL_FD WARM`, inside bubblewrap (MODE
-"bubblewrap": a read-only root holding only the system, the Python runtime and this folder's jail
-files) or as a plain child process (MODE "process", the fallback). It imports torch once, with one
-thread and before any parallel op, so that a fork is safe and a jail is ready in milliseconds.
+"bubblewrap": a read-only root holding only the system, the Python runtime with the standard
+library and, in site-packages, the distributions imported here and what they require, and this
+folder's jail files) or as a plain child process (MODE "process", the fallback). It imports torch
+once, with one thread and before any parallel op, so that a fork is safe and a jail is ready in milliseconds.
 
 Control messages (JSON over a SOCK_SEQPACKET socket, file descriptors passed with SCM_RIGHTS):
     {"op": "spawn", "id", "uid", "gid", "limits"} + [proto_in, proto_out, output]  -> {"pid"}

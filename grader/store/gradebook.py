@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
+from grader.limits import GRADE_PART_BYTES, MESSAGE_BYTES
 from grader.models import Grade
 from grader.store import migrate
 from grader.store.engine import StoreError, make_engine, normalize_url, redact, sqlite_path
@@ -32,6 +33,7 @@ from grader.store.schema import (
     SubmissionFile,
     utcnow,
 )
+from grader.text import cap_bytes
 
 # -- what goes in -------------------------------------------------------------------------------
 
@@ -99,6 +101,12 @@ class CurrentGrade:
     grade: Grade
     graded_at: datetime | None
     worker: str
+
+
+def _short(text: str | None) -> str | None:
+    """A learner's name or email, or where their files came from, as stored: GRADE_PART_BYTES at
+    most (the learner's key is never cut: two learners must not become one)."""
+    return None if text is None else cap_bytes(str(text), GRADE_PART_BYTES)
 
 
 # -- the gradebook --------------------------------------------------------------------------------
@@ -177,14 +185,16 @@ class Gradebook:
                 else {}
             )
             for inc in incoming:
+                name, email, origin = _short(inc.name), _short(inc.email), _short(inc.origin) or ""
+                problem = None if inc.problem is None else cap_bytes(str(inc.problem), MESSAGE_BYTES)
                 learner = learners.get(inc.learner)
                 if learner is None:
-                    learner = learners[inc.learner] = Learner(key=inc.learner, name=inc.name, email=inc.email)
+                    learner = learners[inc.learner] = Learner(key=inc.learner, name=name, email=email)
                     s.add(learner)
                     s.flush()
                 else:
-                    learner.name = inc.name or learner.name
-                    learner.email = inc.email or learner.email
+                    learner.name = name or learner.name
+                    learner.email = email or learner.email
                 digest = inc.digest
                 sub = s.scalar(
                     select(Submission).filter_by(learner_id=learner.id, exercise=exercise, digest=digest)
@@ -195,9 +205,9 @@ class Gradebook:
                         exercise=exercise,
                         digest=digest,
                         layout=inc.layout,
-                        origin=inc.origin,
+                        origin=origin,
                         late=inc.late,
-                        problem=inc.problem,
+                        problem=problem,
                         submitted_at=inc.submitted_at,
                         first_seen_at=now,
                         last_seen_at=now,
@@ -210,7 +220,7 @@ class Gradebook:
                     s.flush()
                 else:
                     sub.last_seen_at = now
-                    sub.origin, sub.late = inc.origin or sub.origin, inc.late
+                    sub.origin, sub.late = origin or sub.origin, inc.late
                     sub.submitted_at = inc.submitted_at or sub.submitted_at
                 ids.append(sub.id)
             s.commit()
@@ -281,6 +291,20 @@ class Gradebook:
                     )
                 )
             return done
+
+    def grader_failures(self, submission_id: int, version_id: int) -> int:
+        """How many times the grader itself failed on this submission and exercise version (its
+        `error` runs) since its last final grade: what `grader batch` counts its retries by."""
+        with self.sessions() as s:
+            runs = s.execute(
+                select(GradeRun.status)
+                .where(GradeRun.submission_id == submission_id, GradeRun.exercise_id == version_id)
+                .order_by(GradeRun.attempt)
+            ).all()
+        failures = 0
+        for (status,) in runs:
+            failures = 0 if status in FINAL_STATUSES else failures + (status == "error")
+        return failures
 
     def record(
         self,

@@ -10,9 +10,10 @@ learners ──< submissions ──< submission_files
 A grade run is one grading of one submission against one exercise version. Its `status` says
 whether it is final: `graded` (a Grade, passing or not, errors such as a timeout included) and
 `unreadable` (the submission could not be read, e.g. malformed TOML) are final and are never
-repeated unless forced; `error` (the grader itself failed: a worker died, the jail refused) is
-kept for the record and retried by the next batch. (submission, exercise version, attempt) is
-unique, so two writers can never both record attempt 1.
+repeated unless forced; `error` (the grader itself failed: a worker died, an internal error) is
+kept for the record and retried by the next batch, limits.GRADER_ATTEMPTS times in all: the last
+failure is recorded as `given-up`, final too, its Grade a `crash` that names the cause.
+(submission, exercise version, attempt) is unique, so two writers can never both record attempt 1.
 
 The schema is owned by the Alembic migrations in migrations/versions: change a class here, then
 add a migration (tests/test_store.py fails while the two disagree).
@@ -43,7 +44,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from grader.models import clean_text
 
-FINAL_STATUSES = ("graded", "unreadable")
+FINAL_STATUSES = ("graded", "unreadable", "given-up")
 STATUSES = (*FINAL_STATUSES, "error")
 
 
@@ -237,7 +238,7 @@ class GradeRun(Base):
     exercise_id: Mapped[int] = mapped_column(ForeignKey("exercises.id"))
     attempt: Mapped[int] = mapped_column(Integer, default=1)
     batch_id: Mapped[int | None] = mapped_column(ForeignKey("batches.id", ondelete="SET NULL"), index=True)
-    status: Mapped[str] = mapped_column(String(20))  # graded, unreadable, error
+    status: Mapped[str] = mapped_column(String(20))  # graded, unreadable, given-up, error
     passed: Mapped[bool] = mapped_column(Boolean, default=False)
     score: Mapped[float] = mapped_column(Float, default=0.0)
     max_score: Mapped[float] = mapped_column(Float, default=0.0)
