@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_replies.py [--corpus] [--only NAME ...]
 
 Each submission is graded in a fresh grading process (`grader.grading.grade`, day45-attention,
-the adversarial corpus's short limits), and that process's peak RSS (ru_maxrss, from wait4) and
+the adversarial corpus's short limits), and that process's own peak RSS (ru_maxrss) and
 wall time are printed beside the reference solution's, with their ratios (target: RSS <= 2x).
 The rows are the solution, then every forged reply of tests/adversarial/replies.py (32 MiB of
 empty maps, deep nesting, many tiny strings, the shape bomb, a huge declared shape with few bytes,
@@ -36,7 +36,7 @@ from grader.jail import wire  # noqa: E402
 SOLUTION = ROOT / "exercises" / "day45-attention" / "solution" / "attention.py"
 
 GRADE_ONE = """
-import json, sys, time
+import json, resource, sys, time
 sys.path.insert(0, {root!r})
 import grader.grading as grading
 from grader.exercises import load_exercise
@@ -46,7 +46,8 @@ exercise = load_exercise("day45-attention").model_copy(update={{"limits": Limits
 start = time.monotonic()
 grade = grading.grade(exercise, {sub!r})
 print(json.dumps({{"seconds": time.monotonic() - start, "score": grade.score,
-                  "error": grade.error.kind if grade.error else None}}))
+                  "error": grade.error.kind if grade.error else None,
+                  "self_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
 """
 
 
@@ -64,7 +65,9 @@ def grade_in_fresh_process(sub: Path) -> dict:
         out.seek(0)
         lines = out.read().decode().strip().splitlines()
     row = json.loads(lines[-1]) if proc.returncode == 0 and lines else {"seconds": None, "score": None}
-    row["rss_mb"] = usage.ru_maxrss / 1024  # KiB on Linux
+    # the grading process's own peak (KiB on Linux); wait4's would also be the largest of its
+    # reaped descendants': the zygote and, through it, the jails
+    row["rss_mb"] = row.get("self_kib", usage.ru_maxrss) / 1024
     row["exit"] = proc.returncode
     return row
 

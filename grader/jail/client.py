@@ -217,26 +217,48 @@ class Jail:
                 raise wire.WireError("a malformed error")
             return reply
         except wire.WireError as exc:
-            self.kill()
             detail = f"{type(exc).__name__}: {str(exc)[:200]}"
-            raise JailCrash(msg("the jail broke the protocol ({detail})", detail=detail)) from None
+        # raised out here, with no context: the WireError's traceback would keep the frame (up to
+        # 64 MiB) alive for as long as the check's result holds this error
+        self.kill()
+        raise JailCrash(msg("the jail broke the protocol ({detail})", detail=detail))
 
-    def _read(self, n: int, deadline: float, timeout: float) -> bytes:
-        """n bytes from the jail; what it sent beyond them stays buffered for the next frame."""
+    def _read(self, n: int, deadline: float, timeout: float) -> bytes | bytearray:
+        """n bytes from the jail; what it sent beyond them stays buffered for the next frame.
+
+        A frame longer than what is buffered is read straight into a buffer of its own size:
+        however large, it is held once (the grader's peak memory stays near its size)."""
         buf = self._inbox
-        while len(buf) < n:
+        while len(buf) < n <= _SMALL_FRAME:  # one read takes a prefix and its body together
             left = deadline - time.monotonic()
             if left <= 0 or not self._poll_in.poll(left * 1000):
                 self.kill()
                 raise JailTimeout(msg("no answer within {seconds:.0f} s", seconds=timeout))
-            chunk = os.read(self._from_jail, max(n - len(buf), 1 << 16))
+            chunk = os.read(self._from_jail, _SMALL_FRAME)
             if not chunk:
                 raise self._death()
             buf += chunk
-        with memoryview(buf) as view, view[:n] as head:
-            data = bytes(head)  # one copy, however large the frame
-        del buf[:n]
-        return data
+        if len(buf) >= n:
+            with memoryview(buf) as view, view[:n] as head:
+                data = bytes(head)
+            del buf[:n]
+            return data
+        out = bytearray(n)
+        got = len(buf)
+        out[:got] = buf
+        buf.clear()
+        with memoryview(out) as view:
+            while got < n:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._poll_in.poll(left * 1000):
+                    self.kill()
+                    raise JailTimeout(msg("no answer within {seconds:.0f} s", seconds=timeout))
+                with view[got:] as rest:
+                    count = os.readv(self._from_jail, [rest])
+                if not count:
+                    raise self._death()
+                got += count
+        return out
 
     # -- the end of a jail ----------------------------------------------------------------------------
     def _death(self) -> JailError:
@@ -322,6 +344,9 @@ class Jail:
         self._to_jail = self._from_jail = -1
         if self._own_output:
             self.output_file.close()
+
+
+_SMALL_FRAME = 1 << 16  # frames up to this are read in chunks that may hold the next one's start
 
 
 def is_error_record(error) -> bool:

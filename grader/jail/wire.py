@@ -119,7 +119,7 @@ def encode(value, to_handle=None) -> bytes:
     return _LENGTH.pack(len(body)) + body
 
 
-def frame_length(prefix: bytes) -> int:
+def frame_length(prefix: bytes | bytearray) -> int:
     """The body length a frame's prefix announces, refused before reading if over the cap."""
     (length,) = _LENGTH.unpack(prefix)
     if length > MAX_FRAME_BYTES:
@@ -127,12 +127,11 @@ def frame_length(prefix: bytes) -> int:
     return length
 
 
-def decode(body, from_handle=None):
+def decode(body: bytes | bytearray, from_handle=None):
     """Decode a frame's body; tensors are rebuilt from raw bytes by this side's own torch.
 
     The body is measured first (`measure`): nothing is built from one beyond the caps. Any
     failure, whatever the bytes, is a WireError."""
-    body = bytes(body)
     measure(body)
 
     def ext_hook(code, data):
@@ -207,7 +206,7 @@ class _Tally:
             )
 
 
-def measure(body: bytes) -> None:
+def measure(body: bytes | bytearray) -> None:
     """Walk a body's MessagePack structure, extension payloads included, without building any
     value: a WireError unless it is exactly one well-formed value within MAX_OBJECTS,
     MAX_DEPTH and the memory budget, whose tensors fit their headers."""
