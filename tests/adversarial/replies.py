@@ -29,6 +29,7 @@ class ReplyCase:
     at_import: bool = False  # forged in place of the ready reply, not a call's reply
     symptom: str = "exception"  # what the checks it fails carry
     message: str = "broke the protocol"  # text their message (or the grade's error) holds
+    well_formed: bool = False  # a frame the grader accepts: the jail's exit after it is seen later
     notes: str = ""
 
 
@@ -82,6 +83,7 @@ CASES = [
         OK + r' + b"\xd7\x03\x92\xce" + _struct.pack(">I", 987654321) + b"\xa1x"',
         symptom="shape-mismatch",
         message="expected a torch tensor",
+        well_formed=True,
         notes="a well-formed handle the jail never made: a wrong answer, not a broken protocol",
     ),
     ReplyCase(
