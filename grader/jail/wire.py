@@ -131,7 +131,8 @@ def decode(body: bytes | bytearray, from_handle=None):
     """Decode a frame's body; tensors are rebuilt from raw bytes by this side's own torch.
 
     The body is measured first (`measure`): nothing is built from one beyond the caps. Any
-    failure, whatever the bytes, is a WireError."""
+    failure, whatever the bytes, is a WireError; only `from_handle`'s own LookupError (a handle
+    the jail does not know) passes as itself."""
     measure(body)
 
     def ext_hook(code, data):
@@ -163,6 +164,10 @@ def decode(body: bytes | bytearray, from_handle=None):
         return unpack(body)
     except WireError:
         raise
+    except LookupError:
+        if from_handle is not None:  # the jail side: a handle it does not know is the request's error
+            raise
+        raise WireError("a malformed frame") from None
     except Exception as exc:  # noqa: BLE001 - measured bytes that still fail are malformed all the same
         raise WireError(f"a malformed frame ({type(exc).__name__}: {str(exc)[:200]})") from None
 
