@@ -112,20 +112,46 @@ def is_close(actual: torch.Tensor, expected: torch.Tensor, tol: float) -> bool:
     return bool(torch.allclose(a, e, rtol=tol, atol=tol, equal_nan=False))
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def expect_dtype(actual: torch.Tensor, dtype: torch.dtype, what: str) -> torch.Tensor:
+    """Fail unless `actual` is in the dtype the contract requires (the input's dtype).
+
+    The tolerance of a check follows the required dtype, never the one that came back: a result
+    cast to a coarser dtype would otherwise buy itself a coarser tolerance."""
+    if actual.dtype != dtype:
+        fail(
+            msg(
+                "{what} returned a {got} tensor; for {expected} inputs the result must be "
+                "{expected} too (keep the input's dtype: do not cast the result).",
+                what=what,
+                got=dtype_name(actual.dtype),
+                expected=dtype_name(dtype),
+            ),
+            symptoms=["value-mismatch"],
+            got=dtype_name(actual.dtype),
+            expected=dtype_name(dtype),
+        )
+    return actual
+
+
 def expect_close(
     actual,
     expected: torch.Tensor,
     what: str,
     *,
-    dtype: torch.dtype | None = None,
+    dtype: torch.dtype,
     reduction: int = 1,
     hint: str = "",
     nan_symptom: str = "value-mismatch",
     rule_hint: str = "",
 ):
-    """Fail with a teaching message unless `actual` matches `expected` within the tolerance rule."""
-    actual = expect_shape(actual, expected.shape, what)
-    dtype = dtype or (actual.dtype if actual.is_floating_point() else torch.float32)
+    """Fail with a teaching message unless `actual` is a `dtype` tensor that matches `expected`
+    within the tolerance rule for `dtype`: the dtype SPEC requires for this result (the input's),
+    stated by the check, never read from what came back."""
+    actual = expect_dtype(expect_shape(actual, expected.shape, what), dtype, what)
     if actual.is_floating_point() and not torch.isfinite(actual).all() and torch.isfinite(expected).all():
         bad = (~torch.isfinite(actual)).nonzero()[0].tolist()
         fail(
@@ -149,7 +175,7 @@ def expect_close(
                 what=what,
                 err=err,
                 tol=tol,
-                dtype=str(dtype).replace('torch.', ''),
+                dtype=dtype_name(dtype),
                 hint=hint,
             ),
             symptoms=["value-mismatch"],
@@ -243,11 +269,90 @@ class ProbeResult:
 
 
 PROBE_BRANCHING = 4  # each token has 4 possible successors: entropy floor ln 4 = 1.386
+PROBE_TRAIN_TOKENS = 20_000
+PROBE_HELD_OUT_TOKENS = 4_096  # the same chain, further on: text the run never trained on
+PROBE_HELD_OUT_WINDOWS = 64
+
+
+def reported_curve(losses, steps: int) -> list[float]:
+    """The losses a jail reports, as data for the plot only: a list of at most `steps` floats,
+    anything else in it NaN. No verdict reads them."""
+    if not isinstance(losses, list):
+        return []
+    return [
+        float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else math.nan
+        for x in losses[:steps]
+    ]
+
+
+def _windows(data: torch.Tensor, block_size: int, count: int, generator: torch.Generator):
+    starts = torch.randint(len(data) - block_size, (count,), generator=generator).tolist()
+    x = torch.stack([data[i : i + block_size] for i in starts])
+    y = torch.stack([data[i + 1 : i + 1 + block_size] for i in starts])
+    return x, y
+
+
+def _learner_loss(model, x: torch.Tensor, y: torch.Tensor, vocab_size: int, what) -> float:
+    """The cross-entropy of the learner's logits for x against y, computed here."""
+    out = model(x)
+    logits = out[0] if isinstance(out, tuple) and out else out
+    logits = expect_shape(logits, (*x.shape, vocab_size), msg("the logits of {what}", what=what))
+    if not logits.is_floating_point():
+        return math.nan
+    return float(torch.nn.functional.cross_entropy(logits.double().reshape(-1, vocab_size), y.reshape(-1)))
+
+
+def _trained_weights(submission, model, reference: torch.nn.Module, what) -> dict[str, torch.Tensor]:
+    """The learner's trained weights, fetched as raw tensors and checked against the reference's
+    names and shapes before anything is computed from them."""
+    state = submission.state_dict(model)
+    expected = {k: tuple(v.shape) for k, v in reference.state_dict().items()}
+    if not isinstance(state, dict) or any(
+        not isinstance(state.get(k), torch.Tensor) or tuple(state[k].shape) != shape
+        for k, shape in expected.items()
+    ):
+        fail(
+            msg(
+                "after training, the state_dict of {what} does not hold the parameters the exercise "
+                "names, with their shapes, so the trained weights cannot be evaluated.",
+                what=what,
+            ),
+            symptoms=["shape-mismatch"],
+        )
+    return {k: state[k].detach().to(torch.float32) for k in expected}
+
+
+def _untied(reference: torch.nn.Module) -> torch.nn.Module:
+    """A copy of the reference whose head, if tied, is its own matrix: it computes what a model
+    holding the fetched weights computes, tied or not."""
+    import copy
+
+    model = copy.deepcopy(reference)
+    head, embedding = getattr(model, "lm_head", None), getattr(model, "wte", None)
+    if head is not None and embedding is not None and head.weight is embedding.weight:
+        head.weight = torch.nn.Parameter(embedding.weight.detach().clone())
+    return model
+
+
+class Probe:
+    """What the grader measured of a training run, in its own process.
+
+    first: the loss of the learner's model, holding the grader's initial weights, on the run's first
+    batch; held_out: the loss of the trained learner model on held-out text of the same chain;
+    reference_held_out: the loss of the reference holding the fetched trained weights there;
+    finite: whether those weights are all finite. `reported` is the jail's curve, for the plot."""
+
+    def __init__(self, *, first, held_out, reference_held_out, finite, reported: ProbeResult):
+        self.first, self.held_out, self.reference_held_out = first, held_out, reference_held_out
+        self.finite = finite
+        self.reported = reported
+        self.ln_v, self.floor = reported.ln_v, reported.floor
 
 
 def training_probe(
     submission,
     model,
+    reference: torch.nn.Module,
     *,
     vocab_size: int,
     block_size: int,
@@ -255,65 +360,151 @@ def training_probe(
     batch_size: int = 16,
     lr: float = 3e-3,
     seed: int = 0,
-) -> ProbeResult:
-    """Train the learner's model in the jail on a corpus whose entropy rate is known."""
-    data, floor = markov_corpus(vocab_size, PROBE_BRANCHING, 20_000, seed=seed)
+    what="GPT",
+) -> Probe:
+    """Train the learner's model in the jail on a corpus whose entropy rate is known, then judge
+    the run from what the grader computes: `reference` holds the initial weights the caller loaded
+    into `model`; the trained weights are fetched and evaluated here on held-out text."""
+    corpus, floor = markov_corpus(
+        vocab_size, PROBE_BRANCHING, PROBE_TRAIN_TOKENS + PROBE_HELD_OUT_TOKENS, seed=seed
+    )
+    data, held_out = corpus[:PROBE_TRAIN_TOKENS], corpus[PROBE_TRAIN_TOKENS:]
+    # the run's first batch, drawn as the jail's training loop draws it (same generator, same seed)
+    x0, y0 = _windows(data, block_size, batch_size, torch.Generator().manual_seed(seed))
+    first = _learner_loss(model, x0, y0, vocab_size, what)
     losses = submission.train_lm(
         model, data, steps=steps, batch_size=batch_size, block_size=block_size, lr=lr, seed=seed
     )
-    return ProbeResult(losses, vocab_size, floor)
+    reported = ProbeResult(reported_curve(losses, steps), vocab_size, floor)
+    weights = _trained_weights(submission, model, reference, what)
+    finite = all(bool(torch.isfinite(w).all()) for w in weights.values())
+    xh, yh = _windows(held_out, block_size, PROBE_HELD_OUT_WINDOWS, torch.Generator().manual_seed(seed + 1))
+    reference_held_out = math.nan
+    if finite:
+        evaluator = _untied(reference)
+        evaluator.load_state_dict(weights)
+        with torch.no_grad():
+            logits = evaluator(xh)[0]
+        reference_held_out = float(
+            torch.nn.functional.cross_entropy(logits.double().reshape(-1, vocab_size), yh.reshape(-1))
+        )
+    held = _learner_loss(model, xh, yh, vocab_size, what)
+    return Probe(
+        first=first, held_out=held, reference_held_out=reference_held_out, finite=finite, reported=reported
+    )
 
 
 # A mean of the last 10 losses this far under the floor cannot come from learning the corpus: batch noise
 # at these sizes is a few hundredths of a nat, so 0.25 nats below ln 4 means the targets are visible.
 COLLAPSE_MARGIN = 0.25
 FIRST_LOSS_TOLERANCE = 0.3  # with N(0, 0.02) weights the first logits are ~0: loss ~ ln(V)
+# A correct model ends the probe near 1.5 nats from ln(V) = 3.5 (V = 32): one that has not come
+# this far below ln(V), by its own forward or by the reference holding its weights, has not learned.
+LEARNED_MARGIN = 0.5
+
+
+def _nan_failure(what, step: int) -> NoReturn:
+    symptom = "nan-forward" if step == 0 else "nan-training"
+    if step == 0:
+        message = msg(
+            "training {what} gave a NaN/inf loss at step {step} (the very first forward pass).",
+            what=what,
+            step=step,
+        )
+    else:
+        message = msg("training {what} gave a NaN/inf loss at step {step}.", what=what, step=step)
+    fail(message, symptoms=[symptom], step=step)
+
+
+def _collapse_failure(what, low: float, floor: float) -> NoReturn:
+    fail(
+        msg(
+            "the training loss of {what} fell to {low:.3f}, below the corpus's entropy floor "
+            "{floor:.3f} (no honest next-token predictor can do better): the model is "
+            "seeing the tokens it should predict. Check that the targets are shifted by one "
+            "and that the causal mask blocks the future.",
+            what=what,
+            low=low,
+            floor=floor,
+        ),
+        symptoms=["loss-collapse"],
+        min_loss=low,
+        floor=floor,
+    )
+
+
+def _first_loss_failure(what, first: float, ln_v: float) -> NoReturn:
+    fail(
+        msg(
+            "the first loss of {what} was {first:.4f}; with small random weights every "
+            "token is about equally likely, so it should be close to ln(V) = {ln_v:.4f}.",
+            what=what,
+            first=first,
+            ln_v=ln_v,
+        ),
+        symptoms=["first-loss-off"],
+        first_loss=first,
+        ln_v=ln_v,
+    )
+
+
+def judge_probe(probe: Probe, what) -> None:
+    """Fail with the training symptom a learner would see: NaN, collapse, first loss off, or no
+    learning, each from a loss the grader computed. The reported curve is attached for the plot and
+    names the step of a NaN in the message, nothing more."""
+    attach(curve=probe.reported.curve())
+    if not math.isfinite(probe.first):
+        _nan_failure(what, 0)
+    if not probe.finite or not math.isfinite(probe.held_out):
+        reported = probe.reported.losses
+        step = next((i for i, x in enumerate(reported) if not math.isfinite(x)), None)
+        if step:
+            _nan_failure(what, step)
+        fail(
+            msg(
+                "after training, {what} holds NaN or inf weights or gives NaN/inf losses: a training "
+                "step produced NaN gradients or updates.",
+                what=what,
+            ),
+            symptoms=["nan-training"],
+        )
+    if probe.held_out < probe.floor - COLLAPSE_MARGIN:
+        _collapse_failure(what, probe.held_out, probe.floor)
+    if abs(probe.first - probe.ln_v) > FIRST_LOSS_TOLERANCE:
+        _first_loss_failure(what, probe.first, probe.ln_v)
+    learned = min(
+        probe.held_out, probe.reference_held_out if math.isfinite(probe.reference_held_out) else math.inf
+    )
+    if learned > probe.ln_v - LEARNED_MARGIN:
+        fail(
+            msg(
+                "after training, {what} gives a loss of {loss:.3f} on held-out text of the training "
+                "corpus, no better than the untrained ln(V) = {ln_v:.3f}: training did not change "
+                "the model as it should. Check that the loss reaches every parameter (no NaN or "
+                "zero gradients) and that the optimizer updates the model's own Parameters.",
+                what=what,
+                loss=learned,
+                ln_v=probe.ln_v,
+            ),
+            symptoms=["value-mismatch"],
+            held_out_loss=learned,
+            ln_v=probe.ln_v,
+        )
 
 
 def judge_training(probe: ProbeResult, what: str, *, check_first_loss: bool = True):
-    """Fail with the training symptom a learner would see: NaN, first loss off, collapse.
+    """Judge a curve that learner code returned as its result (the bug hunt's own train()): it can
+    fail a check (NaN, collapse, first loss off), never pass one alone; the bug hunt also runs
+    `training_probe`, whose losses the grader computes itself.
 
     The losses are attached to the check's result either way, for the report's loss plot.
     """
     attach(curve=probe.curve())
     if not probe.losses or not all(math.isfinite(x) for x in probe.losses):
         step = next((i for i, x in enumerate(probe.losses) if not math.isfinite(x)), 0)
-        symptom = "nan-forward" if step == 0 else "nan-training"
-        if step == 0:
-            message = msg(
-                "training {what} gave a NaN/inf loss at step {step} (the very first forward pass).",
-                what=what,
-                step=step,
-            )
-        else:
-            message = msg("training {what} gave a NaN/inf loss at step {step}.", what=what, step=step)
-        fail(message, symptoms=[symptom], step=step)
+        _nan_failure(what, step)
     low = probe.tail_mean(10)
     if low < probe.floor - COLLAPSE_MARGIN:
-        fail(
-            msg(
-                "the training loss of {what} fell to {low:.3f}, below the corpus's entropy floor "
-                "{floor:.3f} (no honest next-token predictor can do better): the model is "
-                "seeing the tokens it should predict. Check that the targets are shifted by one "
-                "and that the causal mask blocks the future.",
-                what=what,
-                low=low,
-                floor=probe.floor,
-            ),
-            symptoms=["loss-collapse"],
-            min_loss=low,
-            floor=probe.floor,
-        )
+        _collapse_failure(what, low, probe.floor)
     if check_first_loss and abs(probe.first - probe.ln_v) > FIRST_LOSS_TOLERANCE:
-        fail(
-            msg(
-                "the first loss of {what} was {first:.4f}; with small random weights every "
-                "token is about equally likely, so it should be close to ln(V) = {ln_v:.4f}.",
-                what=what,
-                first=probe.first,
-                ln_v=probe.ln_v,
-            ),
-            symptoms=["first-loss-off"],
-            first_loss=probe.first,
-            ln_v=probe.ln_v,
-        )
+        _first_loss_failure(what, probe.first, probe.ln_v)

@@ -73,6 +73,9 @@ class Worker:
         self.root = root
         self.objects = {}  # handle id -> learner object kept alive in the jail
         self.next_id = 1
+        # the operations, bound now: learner code that patches the class later changes nothing
+        # here (the grades never depend on it: every verdict is recomputed in the grader)
+        self.ops = {name[3:]: getattr(self, name) for name in dir(type(self)) if name.startswith("op_")}
 
     # -- handles -------------------------------------------------------------------------
     def to_handle(self, obj):
@@ -197,7 +200,7 @@ class Worker:
         not fit stops the batch; an exception stops it too, and is the answer."""
         done = []
         for sub in req["requests"]:
-            result = getattr(self, "op_" + sub["op"])(sub)
+            result = self.ops[sub["op"]](sub)
             done.append(result)
             if sub["op"] == "load" and ("missing" in result or "shape" in result):
                 break
@@ -287,7 +290,7 @@ def answer(worker, body) -> bytes:
     """One request frame in, one reply frame out; a learner's exception becomes an error reply."""
     try:
         req = wire.decode(body, from_handle=worker.from_handle)
-        result = getattr(worker, "op_" + req["op"])(req)
+        result = worker.ops[req["op"]](req)
     except BaseException as exc:  # noqa: BLE001 - report, never die, on a learner's exception
         return wire.encode({"error": describe(exc)})
     try:
@@ -363,6 +366,20 @@ def rehearse():
 
 
 ROOT = ""  # the submission's folder in the jail; set by the zygote before serving
+HERE = os.path.dirname(os.path.abspath(__file__))
+OWN_MODULES = ("worker", "wire", "sandbox")  # this folder's modules a jail has loaded
+
+
+def hide_own_modules():
+    """Before learner code runs: take this folder off sys.path and its modules out of
+    sys.modules, so `import worker` or sys.modules["worker"] does not hand learner code the
+    serving loop. What serving needs stays held by reference (the Worker, its bound operations,
+    these functions' globals). Only a hurdle, not a wall: learner code can still find live
+    objects (gc), and no grade depends on this."""
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+    sys.path_importer_cache.pop(HERE, None)
+    for name in OWN_MODULES:
+        sys.modules.pop(name, None)
 
 
 def run(root, proto_in, proto_out, ready: dict, modules=(), names=None, after_ready=None):
@@ -371,6 +388,7 @@ def run(root, proto_in, proto_out, ready: dict, modules=(), names=None, after_re
     global ROOT
     ROOT = root
     worker = Worker(root)
+    hide_own_modules()
     if modules:
         imports = worker.op_import({"modules": list(modules)})
         missing = {}

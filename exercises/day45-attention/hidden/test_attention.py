@@ -39,7 +39,7 @@ def test_softmax_matches_reference(submission):
         z = randn(*shape, seed=seed, scale=3.0)
         expect_close(submission.attention.stable_softmax(z, dim=dim), ref.stable_softmax(z.double(), dim=dim),
                      msg("stable_softmax(z of shape {shape}, dim={dim})", shape=shape, dim=dim),
-                     reduction=shape[dim],
+                     dtype=z.dtype, reduction=shape[dim],
                      hint=msg("softmax(z)_i = exp(z_i - max z) / sum_j exp(z_j - max z) along `dim`."))
 
 
@@ -48,7 +48,7 @@ def test_softmax_large_logits(submission):
     z = torch.tensor([[500.0, 502.0], [-1000.0, -1001.0], [88.0, 90.0]])
     got = submission.attention.stable_softmax(z)
     expect_close(got, ref.stable_softmax(z.double()), "stable_softmax([[500, 502], ...])",
-                 nan_symptom="softmax-overflow",
+                 dtype=z.dtype, nan_symptom="softmax-overflow",
                  hint=msg("exp(500) overflows float32 (exp overflows above z = 88.7). Subtract the "
                           "max first: softmax is unchanged, and every exponent becomes <= 0."))
     half = torch.tensor([12.0, 14.0, 9.0], dtype=torch.float16)   # exp(12) overflows float16
@@ -56,16 +56,13 @@ def test_softmax_large_logits(submission):
     expect_close(got, ref.stable_softmax(half.double()), "stable_softmax in float16 of [12, 14, 9]",
                  dtype=torch.float16, nan_symptom="softmax-overflow",
                  hint=msg("In float16 exp already overflows above z = 11.1; subtract the max first."))
-    if got.dtype != torch.float16:
-        fail(msg("stable_softmax of a float16 tensor returned {dtype}; keep the input's dtype",
-                 dtype=str(got.dtype)))
 
 
 @check(points=2, rule="numerical-stability", day=45, title="a fully masked slice gives zeros")
 def test_softmax_all_minus_inf(submission):
     z = torch.tensor([[float("-inf")] * 3, [0.0, float("-inf"), 1.0]])
     expect_close(submission.attention.stable_softmax(z), ref.stable_softmax(z.double()),
-                 msg("stable_softmax of a row that is all -inf"), nan_symptom="nan-forward",
+                 msg("stable_softmax of a row that is all -inf"), dtype=z.dtype, nan_symptom="nan-forward",
                  hint=msg("A row whose entries are all -inf has max -inf, and -inf - (-inf) is NaN. "
                           "Return zeros for such a row instead of NaN."))
 
@@ -94,7 +91,7 @@ def test_attention_matches_reference(submission):
                      reference_in_float64(q, k, v),
                      msg("scaled_dot_product_attention with q {q_shape}, k {k_shape}",
                          q_shape=tuple(q.shape), k_shape=tuple(k.shape)),
-                     reduction=max(T_k, d_k),
+                     dtype=q.dtype, reduction=max(T_k, d_k),
                      hint=msg("scores = q @ k^T / sqrt(d_k), softmax over the keys (last dim), then @ v."))
 
 
@@ -135,7 +132,7 @@ def test_causal_attention_matches_reference(submission):
         q, k, v = qkv(batch, T, T, d_k, seed=100 + seed)
         expect_close(submission.attention.scaled_dot_product_attention(q, k, v, causal=True),
                      reference_in_float64(q, k, v, causal=True),
-                     msg("causal attention with T = {T}", T=T), reduction=max(T, d_k),
+                     msg("causal attention with T = {T}", T=T), dtype=q.dtype, reduction=max(T, d_k),
                      nan_symptom="nan-forward",
                      hint=msg("causal=True blocks key j > query i, and only those: each position "
                               "sees itself and the past, so row 0 attends to key 0."))
@@ -168,12 +165,12 @@ def test_attention_with_mask_and_fully_blocked_rows(submission):
     mask[1, 0, 2, :] = True                 # batch 1: query 2 has every key blocked
     got = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask)
     expect_close(got, reference_in_float64(q, k, v, mask=mask), msg("attention with a boolean mask"),
-                 reduction=T, nan_symptom="nan-forward",
+                 dtype=q.dtype, reduction=T, nan_symptom="nan-forward",
                  hint=msg("mask is True where attention is blocked. A query whose keys are all "
                           "blocked must get a zero output, not NaN: softmax of all -inf is 0/0."))
     both = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
     expect_close(both, reference_in_float64(q, k, v, mask=mask, causal=True),
-                 msg("attention with a mask and causal=True together"), reduction=T,
+                 msg("attention with a mask and causal=True together"), dtype=q.dtype, reduction=T,
                  nan_symptom="nan-forward", hint=msg("The mask and the causal mask combine: "
                                                      "blocked if either blocks."))
 
@@ -199,9 +196,6 @@ def test_attention_in_half_precision(submission):
                      msg("causal attention in {dtype}", dtype=str(dtype)[6:]), dtype=dtype,
                      reduction=T, nan_symptom="fp16-overflow",
                      hint=msg("In half precision every masking constant must fit the dtype."))
-        if got.dtype != dtype:
-            fail(msg("attention on {dtype} inputs returned {got}; keep the input's dtype",
-                     dtype=str(dtype)[6:], got=str(got.dtype)))
 
 
 # -- heads (day 45) --------------------------------------------------------------------------------
@@ -213,11 +207,12 @@ def test_split_and_merge_heads(submission):
         heads = submission.attention.split_heads(x, h)
         expect_close(heads, ref.split_heads(x, h),
                      msg("split_heads of {shape} into {h} heads", shape=(B, T, d_model), h=h),
+                     dtype=x.dtype,
                      hint=msg("view(B, T, h, d_k) then transpose(1, 2): head i owns features "
                               "[i*d_k, (i+1)*d_k). A view straight to (B, h, T, d_k) mixes "
                               "positions."))
         expect_close(submission.attention.merge_heads(ref.split_heads(x, h)), x,
-                     f"merge_heads(split_heads(x, {h}))",
+                     f"merge_heads(split_heads(x, {h}))", dtype=x.dtype,
                      hint=msg("merge_heads undoes split_heads: transpose(1, 2) back, then reshape."))
 
 
@@ -249,7 +244,7 @@ def test_mha_matches_reference(submission):
             expect_close(learner(x, causal=causal), reference.double()(x.double(), causal=causal),
                          msg("MultiHeadAttention(d_model={d_model}, n_head={h}) with causal={causal}",
                              d_model=d_model, h=h, causal=str(causal)),
-                         reduction=d_model, nan_symptom="nan-forward",
+                         dtype=x.dtype, reduction=d_model, nan_symptom="nan-forward",
                          hint=msg("Project with w_q, w_k, w_v, split into heads, attend per head, "
                                   "merge, then project with w_o."))
             reference.float()
@@ -265,7 +260,7 @@ def test_mha_padding_mask(submission):
     pad[1, 1:] = True
     expect_close(learner(x, causal=True, padding_mask=pad),
                  reference.double()(x.double(), causal=True, padding_mask=pad),
-                 msg("MultiHeadAttention with a padding_mask"), reduction=d_model,
+                 msg("MultiHeadAttention with a padding_mask"), dtype=x.dtype, reduction=d_model,
                  hint=msg("padding_mask (B, T) is True where a KEY is padding; reshape it to "
                           "(B, 1, 1, T) so it blocks that key for every head and query."))
 
@@ -295,7 +290,8 @@ def test_mha_is_permutation_equivariant(submission):
     expect_close(learner(x[:, perm], causal=False), out[:, perm],
                  msg("attention of permuted tokens (without positions it should just permute the "
                      "output)"),
-                 reduction=d_model, hint=msg("Without a mask or positions, attention treats tokens "
+                 dtype=x.dtype, reduction=d_model,
+                 hint=msg("Without a mask or positions, attention treats tokens "
                  "as a set. If permuting the input does more than permute the output, the head "
                  "split mixes positions: use view(B, T, h, d_k).transpose(1, 2)."))
 
@@ -303,9 +299,15 @@ def test_mha_is_permutation_equivariant(submission):
 @check(points=2, rule="parameter-count", day=45, title="the parameter ledger")
 def test_mha_parameter_count(submission):
     for d_model, h, bias in [(4, 2, False), (4, 2, True), (768, 12, True)]:
-        params = submission.parameters(submission.attention.MultiHeadAttention(d_model, h, bias=bias))
-        total = sum(math.prod(p["shape"]) for p in params)
-        expected = 4 * d_model * d_model + (4 * d_model if bias else 0)
+        learner = submission.attention.MultiHeadAttention(d_model, h, bias=bias)
+        reference = ref.MultiHeadAttention(d_model, h, bias=bias)
+        expected = sum(p.numel() for p in reference.parameters())     # counted here
+        # the ledger the jail reports can only fail this check (and words the message); that the
+        # module takes each of the reference's tensors is established by loading them
+        rows = [r for r in submission.parameters(learner) if isinstance(r, dict)]
+        total = sum(math.prod(r.get("shape", [])) for r in rows)
+        if d_model <= 64:             # sent with the next request; the 768-wide one only counts
+            submission.load(learner, reference.state_dict())
         if total != expected:
             if bias:
                 message = msg("MultiHeadAttention(d_model={d_model}, n_head={h}, bias={bias}) has "

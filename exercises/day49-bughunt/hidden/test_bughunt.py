@@ -8,8 +8,9 @@ import reference_model as ref
 from grader.answers import RealQuestion, check_answer
 from grader.fingerprints import (causal_attention, estimate_scale, identify_attention, layer_norm,
                                  scale_label)
-from grader.testkit import (ProbeResult, check, expect_shape, fail, judge_training, markov_corpus,
-                            msg, tolerance)
+from grader.testkit import (ProbeResult, check, expect_dtype, expect_shape, fail, judge_probe,
+                            judge_training, markov_corpus, msg, reported_curve, tolerance,
+                            training_probe)
 
 V, BLOCK, D_MODEL, N_HEAD = 100, 16, 32, 4
 D_K = D_MODEL // N_HEAD
@@ -22,7 +23,8 @@ def randn(*shape, seed):
 def learner_attention_variant(submission):
     """Call the learner's attention on random heads and name the (scale, mask) it computes."""
     q, k, v = (randn(2, N_HEAD, 6, D_K, seed=s) for s in (1, 2, 3))
-    out = expect_shape(submission.bughunt.attention(q, k, v), q.shape, "attention(q, k, v)")
+    out = expect_dtype(expect_shape(submission.bughunt.attention(q, k, v), q.shape, "attention(q, k, v)"),
+                       q.dtype, "attention(q, k, v)")
     return identify_attention(out, q, k, v, D_MODEL, tolerance(torch.float32, 6)), (q, k, v, out)
 
 
@@ -112,7 +114,7 @@ def test_block_is_pre_ln(submission):
     block = submission.bughunt.Block(submission.bughunt.GPTConfig())
     submission.load(block, state)
     x = randn(2, 7, D_MODEL, seed=4)
-    out = expect_shape(block(x), x.shape, "Block(x)")
+    out = expect_dtype(expect_shape(block(x), x.shape, "Block(x)"), x.dtype, "Block(x)")
     pre, post = block_forward(state, x, attend, False), block_forward(state, x, attend, True)
     tol = tolerance(torch.float32, D_MODEL * 4)
     finite = ~torch.isnan(pre).any(-1)      # rows an unfixed (B) turns to NaN say nothing about (C)
@@ -158,7 +160,16 @@ def test_training_on_a_markov_corpus(submission):
     if not isinstance(losses, list) or not losses:
         fail(msg("train(...) should return the list of per-step losses, got {type}",
                  type=type(losses).__name__))
-    judge_training(ProbeResult(losses, V, floor), msg("your model with your train()"))
+    # what train() returns can fail this check, never pass it alone: the grader then trains the
+    # fixed GPT itself and judges it from the losses it computes (testkit.training_probe)
+    judge_training(ProbeResult(reported_curve(losses, 120), V, floor), msg("your model with your train()"))
+    torch.manual_seed(49)
+    reference = ref.GPT(ref.GPTConfig(V, BLOCK, D_MODEL, 2, N_HEAD))    # N(0, 0.02), tied
+    model = submission.bughunt.GPT(submission.bughunt.GPTConfig())
+    submission.load(model, reference.state_dict())
+    what = msg("your fixed GPT")
+    judge_probe(training_probe(submission, model, reference, vocab_size=V, block_size=BLOCK, steps=120,
+                               batch_size=16, lr=3e-3, seed=49, what=what), what)
 
 
 # -- diagnosis.toml -------------------------------------------------------------------------------

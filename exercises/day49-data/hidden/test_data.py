@@ -433,7 +433,7 @@ def test_lm_loss_matches_flattened_cross_entropy(submission):
         if B * T > 1 and abs(float(got) / float(expected) - B * T) < 1e-3 * B * T:
             hint = msg("Yours is B*T = {n} times the mean: the losses were summed. Average over "
                        "all B*T positions: reduction='mean', F.cross_entropy's default.", n=B * T)
-        expect_close(got, expected, what, reduction=B * T * V, hint=hint)
+        expect_close(got, expected, what, dtype=logits.dtype, reduction=B * T * V, hint=hint)
 
 
 @check(points=2, rule="loss-flattening", day=49, title="lm_loss averages over every position")
