@@ -69,8 +69,10 @@ import only the files of its own folder, so they keep their own constants; `JAIL
 them here and tests/test_exercise_files.py holds them equal):
 
     ============================  ========  =================================================
-    wire.MAX_FRAME_BYTES          512 MiB   one message on the wire, tensors included
+    wire.MAX_FRAME_BYTES          64 MiB    one message on the wire, tensors included
     wire.MAX_DEPTH                32        nesting of a decoded value
+    wire.MAX_OBJECTS              256 Ki    values of one message, counted before decoding
+    wire.DECODED_PER_BYTE         8         heap a decoded message may take per byte (+1 MiB)
     wire.MAX_STRING               64 KiB    an exception message and the like, from the jail
     zygote.MAX_CONTROL            64 KiB    one control message to the zygote
     zygote.DEFAULT_TMP_MB         256       the spare jail's /tmp (= Limits.tmp_mb's default)
@@ -163,8 +165,10 @@ ANSWER_SHOWN_CHARS = 40  # learner text quoted back in a quiz's feedback
 
 # -- the jail's own constants (its side cannot import this module; mirrored, held equal in tests)
 JAIL_SIDE = {
-    "wire.MAX_FRAME_BYTES": 512 * MiB,  # one message on the wire, tensors included
+    "wire.MAX_FRAME_BYTES": 64 * MiB,  # one message on the wire, tensors included
     "wire.MAX_DEPTH": 32,  # nesting of lists, tuples and dicts of a decoded value
+    "wire.MAX_OBJECTS": 256 * KiB,  # values of one message, counted before it is decoded
+    "wire.DECODED_PER_BYTE": 8,  # heap a decoded message may take per byte, plus 1 MiB
     "wire.MAX_STRING": 64 * KiB,  # exception messages and the like are cut to this
     "zygote.MAX_CONTROL": 64 * KiB,  # one control message to the zygote
     "zygote.DEFAULT_TMP_MB": Limits.model_fields["tmp_mb"].default,  # the spare's /tmp

@@ -46,6 +46,7 @@ class _CheckCollector:
     def pytest_runtest_setup(self, item):
         take_attachments()  # nothing carries over from the previous check
         self._submission_call("discard_pending")
+        self._submission_call("drop_broken_jail")  # what a jail did after its last reply is its own
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item):

@@ -170,10 +170,7 @@ class SubmissionSession:
             and all(e is None or isinstance(e, dict) for e in imports.values())
             and all(isinstance(n, list) and all(isinstance(x, str) for x in n) for n in missing.values())
         ):
-            jail.kill()
-            raise JailCrash(
-                msg("the jail broke the protocol ({detail})", detail=msg("a malformed ready reply"))
-            )
+            raise broke_protocol(jail, msg("a malformed ready reply"))
         self.import_errors = dict(imports)
         self.missing = {m: list(n) for m, n in missing.items()}
         if self.generation > 0:
@@ -204,6 +201,11 @@ class SubmissionSession:
     def discard_pending(self) -> None:
         self._pending.clear()
 
+    def drop_broken_jail(self) -> None:
+        """Before a check: a jail that spoke unasked or died since the last reply is replaced."""
+        if self.jail is not None:
+            self.jail.drop_if_broken()
+
     def _send_pending(self, jail: Jail, then: dict | None):
         pending, self._pending = self._pending, []
         if any(generation != self.generation for _, _, generation in pending):
@@ -212,22 +214,17 @@ class SubmissionSession:
         result = jail.request("batch", self._timeout(), requests=requests)
         done = result.get("done") if isinstance(result, dict) else None
         if not isinstance(done, list) or not done or len(done) > len(requests):
-            jail.kill()
-            raise JailCrash(
-                msg("the jail broke the protocol ({detail})", detail=msg("a malformed batch reply"))
-            )
+            raise broke_protocol(jail, msg("a malformed batch reply"))
         for (_, label, _), answer in zip(pending, done, strict=False):  # done may stop short
-            _check_loaded(answer, label)
+            try:
+                _check_loaded(answer, label)
+            except JailCrash:
+                jail.kill()
+                raise
         if then is None:
             return None
         if len(done) < len(requests):  # a load failed; _check_loaded has said so
-            jail.kill()
-            raise JailCrash(
-                msg(
-                    "the jail broke the protocol ({detail})",
-                    detail=msg("a batch that stopped without a reason"),
-                )
-            )
+            raise broke_protocol(jail, msg("a batch that stopped without a reason"))
         return done[-1]
 
     def close(self) -> None:
@@ -263,10 +260,10 @@ class SubmissionSession:
 
     def parameters(self, remote: Remote) -> list[dict]:
         """[{name, shape, dtype, object}] with `object` equal for entries that share a Parameter."""
-        return self.request("params", target=self._target(remote))
+        return self._shaped(self.request("params", target=self._target(remote)), _is_parameter_rows, "params")
 
     def state_dict(self, remote: Remote) -> dict:
-        return self.request("state", target=self._target(remote))
+        return self._shaped(self.request("state", target=self._target(remote)), _is_state, "state")
 
     def fetch(self, remote: Remote):
         """The value of a learner attribute, as plain data."""
@@ -275,7 +272,7 @@ class SubmissionSession:
     def train_lm(
         self, model: Remote, data, *, steps: int, batch_size: int, block_size: int, lr: float, seed: int = 0
     ) -> list[float]:
-        return self.request(
+        losses = self.request(
             "train_lm",
             target=self._target(model),
             data=data,
@@ -285,8 +282,16 @@ class SubmissionSession:
             lr=lr,
             seed=seed,
         )
+        return self._shaped(losses, _is_losses, "train_lm")
 
     # -- internals ----------------------------------------------------------------------------
+    def _shaped(self, reply, is_well_formed, op: str):
+        """A reply of an operation whose answer the worker shapes (not the learner's own value):
+        any other shape is the jail breaking the protocol, in the check that asked."""
+        if not is_well_formed(reply):
+            raise broke_protocol(self.jail, msg("a {op} reply of the wrong shape", op=op))
+        return reply
+
     def _target(self, remote: Remote) -> dict:
         target = dict(remote._target)
         if target.pop("generation", self.generation) != self.generation:
@@ -298,6 +303,38 @@ class SubmissionSession:
         kwargs = {k: _unwrap(self, v) for k, v in kwargs.items()}
         result = self.request("call", target=self._target(remote), args=args, kwargs=kwargs)
         return _wrap(self, result, remote._label)
+
+
+def broke_protocol(jail: Jail | None, detail) -> JailCrash:
+    """The error of a jail whose reply breaks the protocol; the jail is killed first, so the next
+    check runs in a fresh one (one place for every reply a session checks)."""
+    if jail is not None:
+        jail.kill()
+    return JailCrash(msg("the jail broke the protocol ({detail})", detail=detail))
+
+
+def _is_parameter_rows(rows) -> bool:
+    return isinstance(rows, list) and all(
+        isinstance(r, dict)
+        and isinstance(r.get("name"), str)
+        and isinstance(r.get("shape"), list)
+        and all(type(n) is int for n in r["shape"])
+        and isinstance(r.get("dtype"), str)
+        and type(r.get("object")) is int
+        for r in rows
+    )
+
+
+def _is_state(state) -> bool:
+    import torch
+
+    return isinstance(state, dict) and all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    )
+
+
+def _is_losses(losses) -> bool:
+    return isinstance(losses, list) and all(type(x) in (int, float) for x in losses)
 
 
 def _check_loaded(answer, label: str) -> None:

@@ -11,6 +11,12 @@ payload this file builds and checks:
     TUPLE   a packed list
     HANDLE  [id, type name] of an object that stays in the jail
 Decoding never creates any other kind of object: a MessagePack body cannot name a class.
+
+Decoding reads what the jail sent, so it is bounded before anything is built: a first pass walks
+the body's MessagePack structure without creating a value, counting objects, nesting and the
+memory their Python objects would take, and checking every tensor's header; only a body within
+the caps is then unpacked. What a frame may cost is thus a small multiple of its bytes, and
+every malformed body is a WireError, whatever its bytes.
 """
 
 import ctypes
@@ -21,9 +27,15 @@ import msgpack
 import torch
 
 # the jail imports only this folder: these mirror grader/limits.py's JAIL_SIDE (held equal in tests)
-MAX_FRAME_BYTES = 512 * 1024 * 1024  # the most one message may carry, tensors included
+# (the largest frame of grading every exercise's solution is a 271 KB request, day48-decoder)
+MAX_FRAME_BYTES = 64 * 1024 * 1024  # the most one message may carry, tensors included
 MAX_DEPTH = 32  # nesting of lists, tuples and dicts a decoded value may have
 MAX_STRING = 64 * 1024  # exception messages and the like are cut to this
+MAX_OBJECTS = 1 << 18  # values (keys, items, scalars) of one frame: the first pass's work
+DECODED_FLOOR = 1 << 20  # the Python heap any frame may cost once decoded ...
+DECODED_PER_BYTE = 8  # ... plus this many bytes per byte of the frame (tensor payloads apart)
+MAX_DIM = 1 << 40  # one dimension of a tensor
+MAX_SPAN = 1 << 48  # the product of a tensor's dimensions, zero ones counted as one
 
 DTYPES = {
     "float16": torch.float16,
@@ -55,6 +67,8 @@ class WireError(Exception):
 
 class Handle:
     """An object that stays in the jail (a module, a config); only its id and type cross."""
+
+    __slots__ = ("id", "type_name")
 
     def __init__(self, id: int, type_name: str):
         self.id, self.type_name = id, type_name
@@ -105,7 +119,7 @@ def encode(value, to_handle=None) -> bytes:
     return _LENGTH.pack(len(body)) + body
 
 
-def frame_length(prefix: bytes) -> int:
+def frame_length(prefix: bytes | bytearray) -> int:
     """The body length a frame's prefix announces, refused before reading if over the cap."""
     (length,) = _LENGTH.unpack(prefix)
     if length > MAX_FRAME_BYTES:
@@ -113,8 +127,13 @@ def frame_length(prefix: bytes) -> int:
     return length
 
 
-def decode(body: bytes, from_handle=None):
-    """Decode a frame's body; tensors are rebuilt from raw bytes by this side's own torch."""
+def decode(body: bytes | bytearray, from_handle=None):
+    """Decode a frame's body; tensors are rebuilt from raw bytes by this side's own torch.
+
+    The body is measured first (`measure`): nothing is built from one beyond the caps. Any
+    failure, whatever the bytes, is a WireError; only `from_handle`'s own LookupError (a handle
+    the jail does not know) passes as itself."""
+    measure(body)
 
     def ext_hook(code, data):
         if code == TENSOR:
@@ -123,44 +142,176 @@ def decode(body: bytes, from_handle=None):
             return tuple(unpack(data))
         if code == HANDLE:
             items = unpack(data)
-            if not (type(items) is list and len(items) == 2 and type(items[0]) is int):
+            if not (
+                type(items) is list and len(items) == 2 and type(items[0]) is int and type(items[1]) is str
+            ):
                 raise WireError("a malformed handle")
-            h = Handle(items[0], str(items[1]))
+            h = Handle(items[0], items[1])
             return from_handle(h) if from_handle is not None else h
         raise WireError(f"unknown extension type {code}")
 
     def unpack(data):
         return msgpack.unpackb(
-            data, ext_hook=ext_hook, strict_map_key=False, raw=False, unicode_errors="surrogatepass"
+            data,
+            ext_hook=ext_hook,
+            strict_map_key=False,
+            raw=False,
+            unicode_errors="surrogatepass",
+            timestamp=0,
         )
 
     try:
-        value = unpack(body)
+        return unpack(body)
     except WireError:
         raise
-    except (ValueError, TypeError, RecursionError, msgpack.UnpackException) as exc:
-        raise WireError(f"a malformed frame ({type(exc).__name__}: {exc})") from None
-    _check_depth(value, 0)
-    return value
+    except LookupError:
+        if from_handle is not None:  # the jail side: a handle it does not know is the request's error
+            raise
+        raise WireError("a malformed frame") from None
+    except Exception as exc:  # noqa: BLE001 - measured bytes that still fail are malformed all the same
+        raise WireError(f"a malformed frame ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
-def _check_depth(v, depth):
-    t = type(v)
-    if t is list or t is tuple:
+# -- the first pass: the shape of a body, without building it ---------------------------------------
+# What each kind of value costs once built, in bytes of Python heap (CPython 3.11, 64-bit, rounded
+# up): its object plus its slot in the list or dict that holds it.
+_SLOT, _MAP_ENTRY = 8, 48
+_COST_INT, _COST_FLOAT, _COST_STR, _COST_BYTES = 40, 32, 64, 48
+_COST_LIST, _COST_MAP, _COST_TUPLE = 64, 240, 48
+_COST_TENSOR, _COST_HANDLE = 512, 128
+
+# lead byte -> (size of the length that follows, kind); fixed-size forms are handled inline
+_SIZED = {
+    0xC4: (1, "bin"), 0xC5: (2, "bin"), 0xC6: (4, "bin"),
+    0xC7: (1, "ext"), 0xC8: (2, "ext"), 0xC9: (4, "ext"),
+    0xD9: (1, "str"), 0xDA: (2, "str"), 0xDB: (4, "str"),
+    0xDC: (2, "array"), 0xDD: (4, "array"), 0xDE: (2, "map"), 0xDF: (4, "map"),
+}  # fmt: skip
+_FIXED = {0xCA: 4, 0xCB: 8, 0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8, 0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8}
+_FIXEXT = {0xD4: 1, 0xD5: 2, 0xD6: 4, 0xD7: 8, 0xD8: 16}
+
+
+class _Tally:
+    """What the bodies walked so far would cost: objects and bytes of heap, against their caps."""
+
+    def __init__(self, frame_bytes: int):
+        self.objects = 0
+        self.cost = 0
+        self.budget = DECODED_FLOOR + DECODED_PER_BYTE * frame_bytes
+
+    def add(self, objects: int, cost: int) -> None:
+        self.objects += objects
+        self.cost += cost
+        if self.objects > MAX_OBJECTS:
+            raise WireError(f"a frame of more than {MAX_OBJECTS:,} values")
+        if self.cost > self.budget:
+            raise WireError(
+                f"a frame whose values would take more than {self.budget:,} bytes of memory "
+                f"({DECODED_PER_BYTE} times its size, plus {DECODED_FLOOR:,})"
+            )
+
+
+def measure(body: bytes | bytearray) -> None:
+    """Walk a body's MessagePack structure, extension payloads included, without building any
+    value: a WireError unless it is exactly one well-formed value within MAX_OBJECTS,
+    MAX_DEPTH and the memory budget, whose tensors fit their headers."""
+    _walk(memoryview(body), 0, _Tally(len(body)), top=True)
+
+
+def _walk(data: memoryview, depth: int, tally: _Tally, top: bool = False) -> None:
+    """One packed value in `data` (the whole of it), whose outermost level sits at `depth`."""
+    n = len(data)
+    pos = 0
+    stack: list[int] = []  # items still due at each enclosing level
+    due = 1
+    objects = cost = 0
+    while True:
+        if due == 0:
+            if not stack:
+                break
+            due = stack.pop()
+            continue
+        if pos >= n:
+            raise WireError("a frame cut short")
+        due -= 1
+        objects += 1
+        if objects >= 4096:  # tallied in chunks: the caps bite early, the loop stays cheap
+            tally.add(objects, cost)
+            objects = cost = 0
+        b = data[pos]
+        pos += 1
+        if b <= 0x7F or b >= 0xE0:  # fixint
+            cost += _SLOT
+            continue
+        if b <= 0x8F or 0x90 <= b <= 0x9F:  # fixmap, fixarray
+            count, kind = b & 0x0F, "map" if b <= 0x8F else "array"
+        elif b <= 0xBF:  # fixstr
+            pos += b & 0x1F
+            cost += _COST_STR + (b & 0x1F) + _SLOT
+            continue
+        elif b in (0xC0, 0xC2, 0xC3):  # nil, false, true: singletons
+            cost += _SLOT
+            continue
+        elif b in _FIXED:
+            pos += _FIXED[b]
+            cost += (_COST_FLOAT if b in (0xCA, 0xCB) else _COST_INT) + _SLOT
+            continue
+        elif b in _FIXEXT or _SIZED.get(b, (0, ""))[1] == "ext":
+            if b in _FIXEXT:
+                size = _FIXEXT[b]
+            else:
+                width = _SIZED[b][0]
+                size = int.from_bytes(data[pos : pos + width], "big")
+                pos += width
+            if pos + 1 + size > n:
+                raise WireError("an extension value cut short")
+            code = int.from_bytes(data[pos : pos + 1], "big", signed=True)
+            payload = data[pos + 1 : pos + 1 + size]
+            pos += 1 + size
+            tally.add(objects, cost)
+            objects = cost = 0
+            _walk_ext(code, payload, depth + len(stack), tally)
+            continue
+        elif b in _SIZED:
+            width, kind = _SIZED[b]
+            if pos + width > n:
+                raise WireError("a frame cut short")
+            count = int.from_bytes(data[pos : pos + width], "big")
+            pos += width
+            if kind in ("str", "bin"):
+                pos += count
+                cost += (_COST_STR if kind == "str" else _COST_BYTES) + count + _SLOT
+                continue
+        else:  # 0xC1: never used
+            raise WireError(f"a frame with the invalid byte 0x{b:02x}")
+        # a map or an array of `count` entries
+        if depth + len(stack) >= MAX_DEPTH:
+            raise WireError("value nested too deeply")
+        items = 2 * count if kind == "map" else count
+        if items > n - pos:  # every item takes at least a byte
+            raise WireError(f"a {kind} of {count:,} entries in a frame of {n:,} bytes")
+        cost += (_COST_MAP + _MAP_ENTRY * count if kind == "map" else _COST_LIST + _SLOT * count) + _SLOT
+        if items:
+            stack.append(due)
+            due = items
+    tally.add(objects, cost)
+    if pos != n:
+        raise WireError("a frame cut short" if pos > n else "bytes after a frame's value")
+
+
+def _walk_ext(code: int, payload: memoryview, depth: int, tally: _Tally) -> None:
+    if code == TENSOR:
+        _tensor_header(payload)  # checked now; its bytes are copied once, within the frame's own
+        tally.add(1, _COST_TENSOR + _SLOT)
+    elif code in (TUPLE, HANDLE):
         if depth >= MAX_DEPTH:
             raise WireError("value nested too deeply")
-        for x in v:
-            if type(x) in _CONTAINERS:
-                _check_depth(x, depth + 1)
-    elif t is dict:
-        if depth >= MAX_DEPTH:
-            raise WireError("value nested too deeply")
-        for x in v.values():
-            if type(x) in _CONTAINERS:
-                _check_depth(x, depth + 1)
-
-
-_CONTAINERS = (list, tuple, dict)
+        if not payload or not (0x90 <= payload[0] <= 0x9F or payload[0] in (0xDC, 0xDD)):
+            raise WireError("a tuple or handle that is not a packed list")
+        tally.add(0, _COST_TUPLE if code == TUPLE else _COST_HANDLE)
+        _walk(payload, depth, tally)
+    else:
+        raise WireError(f"unknown extension type {code}")
 
 
 def _big_int(v: int) -> float:
@@ -208,11 +359,12 @@ def _tensor_ext(t: torch.Tensor, is_numpy: bool, budget: list) -> msgpack.ExtTyp
     return msgpack.ExtType(TENSOR, head + raw)
 
 
-def _decode_tensor(data: bytes):
+def _tensor_header(data) -> tuple[str, tuple[int, ...], int]:
+    """A tensor payload's dtype name, shape and byte count, checked against each other."""
     if len(data) < _TENSOR_HEAD.size:
         raise WireError("a tensor without its header")
     code, is_numpy, ndim = _TENSOR_HEAD.unpack_from(data)
-    if code >= len(_CODES) or ndim > 16:
+    if code >= len(_CODES) or ndim > 16 or is_numpy > 1:
         raise WireError(f"a tensor of unknown dtype ({code}) or too many dimensions ({ndim})")
     start = _TENSOR_HEAD.size + 8 * ndim
     if len(data) < start:
@@ -220,10 +372,20 @@ def _decode_tensor(data: bytes):
     shape = struct.unpack_from(f"<{ndim}q", data, _TENSOR_HEAD.size)
     name = _CODES[code]
     nbytes = len(data) - start
-    if any(s < 0 for s in shape) or nbytes != math.prod(shape) * ITEMSIZE[name]:
+    # Python ints: no product overflows; a dimension of zero does not excuse huge other ones
+    if any(s < 0 or s > MAX_DIM for s in shape) or math.prod(max(s, 1) for s in shape) > MAX_SPAN:
+        raise WireError(f"a tensor of shape {list(shape)}, larger than any tensor can be")
+    if nbytes != math.prod(shape) * ITEMSIZE[name]:
         raise WireError(f"tensor of shape {list(shape)} and dtype {name} does not fit {nbytes} bytes")
+    return name, shape, nbytes
+
+
+def _decode_tensor(data: bytes):
+    name, shape, nbytes = _tensor_header(data)
+    is_numpy = data[1]
     if nbytes == 0:
         t = torch.empty(shape, dtype=DTYPES[name])
     else:  # a buffer of this side's own: the tensor owns writable memory
+        start = len(data) - nbytes
         t = torch.frombuffer(bytearray(memoryview(data)[start:]), dtype=DTYPES[name]).reshape(shape)
     return t.numpy() if is_numpy else t
