@@ -37,6 +37,7 @@ class Remote:
     _session: SubmissionSession  # set with object.__setattr__: this class's own attributes
     _target: dict
     _label: str
+    _type_name: str  # a handle's only: the type the jail reported, for messages
 
     def __init__(self, session: SubmissionSession, target: dict, label: str):
         object.__setattr__(self, "_session", session)
@@ -386,7 +387,9 @@ def _unwrap(session: SubmissionSession, value):
 
 def _wrap(session: SubmissionSession, value, label: str):
     if isinstance(value, Handle):
-        return Remote(session, {"handle": value.id, "generation": session.generation}, f"{label}(...)")
+        remote = Remote(session, {"handle": value.id, "generation": session.generation}, f"{label}(...)")
+        object.__setattr__(remote, "_type_name", value.type_name)  # for messages (testkit.type_name)
+        return remote
     if isinstance(value, list):
         return [_wrap(session, v, label) for v in value]
     if isinstance(value, tuple):

@@ -16,6 +16,7 @@ import torch
 
 from grader.jail.client import LearnerError  # re-exported for hidden tests, and used below
 from grader.locale import N_, Message, msg  # noqa: F401  (re-exported for hidden tests)
+from grader.session import Remote
 
 
 def check(*, points: float, rule: str, day: int, title: str = ""):
@@ -70,15 +71,54 @@ def tolerance(dtype: torch.dtype, reduction: int = 1) -> float:
     return TOLERANCE_FACTOR * eps * math.sqrt(max(reduction, 1))
 
 
+def type_name(value) -> str:
+    """What a learner's value is, for a message: one that stayed in the jail (a handle) is named
+    by the type the jail reported, not as this side's proxy."""
+    if isinstance(value, Remote):
+        return str(vars(value).get("_type_name") or "object")[:100]
+    return type(value).__name__
+
+
 def as_tensor(value, what: str) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, np.ndarray):
         return torch.from_numpy(value)
     fail(
-        msg("{what} returned a {type}; expected a torch tensor", what=what, type=type(value).__name__),
+        msg("{what} returned a {type}; expected a torch tensor", what=what, type=type_name(value)),
         symptoms=["shape-mismatch"],
     )
+
+
+def expect_tuple(value, length: int, what: str) -> tuple:
+    """The learner's tuple (or list) of `length` values, e.g. (x, y) or (logits, loss)."""
+    if not isinstance(value, (tuple, list)) or len(value) != length:
+        fail(
+            msg(
+                "{what} returned a {type}; expected a tuple of {n} values",
+                what=what,
+                type=type_name(value) if not isinstance(value, (tuple, list)) else f"{len(value)}-tuple",
+                n=length,
+            ),
+            symptoms=["shape-mismatch"],
+        )
+    return tuple(value)
+
+
+def construct(cls: Remote, *args, **kwargs) -> Remote:
+    """`cls(*args, **kwargs)` for a learner's class: the result must be an object that stays in
+    the jail (a module to load weights into and call), not a value that came back."""
+    made = cls(*args, **kwargs)
+    if not isinstance(made, Remote):
+        fail(
+            msg(
+                "{what}(...) returned a {type}; expected a new {what} object (an nn.Module)",
+                what=cls._label,
+                type=type_name(made),
+            ),
+            symptoms=["shape-mismatch"],
+        )
+    return made
 
 
 def expect_shape(actual, shape, what: str) -> torch.Tensor:

@@ -5,8 +5,8 @@ import torch
 
 import reference_model as ref
 from grader.fingerprints import describe_scale, estimate_scale, guarded_causal_attention
-from grader.testkit import (LearnerError, check, expect_close, expect_raises, expect_shape, fail,
-                            is_close, msg)
+from grader.testkit import (LearnerError, check, construct, expect_close, expect_raises, expect_shape,
+                            fail, is_close, msg)
 
 SHAPES = [  # (batch dims, T_q, T_k, d_k)
     ((2, 3), 5, 5, 4),
@@ -72,7 +72,9 @@ def test_softmax_all_minus_inf(submission):
 def diagnose_scale(submission):
     """Estimate the learner's scale from a two-key probe: 4 heads of d_k = 8, so d_model = 32."""
     q, k, v = qkv((2, 4), 2, 2, 8, seed=77)
-    out = submission.attention.scaled_dot_product_attention(q, k, v)
+    out = expect_shape(submission.attention.scaled_dot_product_attention(q, k, v), q.shape,
+                       msg("scaled_dot_product_attention with q {q_shape}, k {k_shape}",
+                           q_shape=tuple(q.shape), k_shape=tuple(k.shape)))
     scale = estimate_scale(out, q, k, v)
     if scale is None or abs(scale * math.sqrt(8) - 1) < 0.02:
         return                                  # the scale is right: the bug is elsewhere
@@ -229,7 +231,7 @@ def test_mha_rejects_indivisible_heads(submission):
 def mha_pair(submission, d_model, n_head, bias, seed):
     torch.manual_seed(seed)
     reference = ref.MultiHeadAttention(d_model, n_head, bias=bias)
-    learner = submission.attention.MultiHeadAttention(d_model, n_head, bias=bias)
+    learner = construct(submission.attention.MultiHeadAttention, d_model, n_head, bias=bias)
     submission.load(learner, reference.state_dict())
     return reference, learner
 
@@ -299,7 +301,7 @@ def test_mha_is_permutation_equivariant(submission):
 @check(points=2, rule="parameter-count", day=45, title="the parameter ledger")
 def test_mha_parameter_count(submission):
     for d_model, h, bias in [(4, 2, False), (4, 2, True), (768, 12, True)]:
-        learner = submission.attention.MultiHeadAttention(d_model, h, bias=bias)
+        learner = construct(submission.attention.MultiHeadAttention, d_model, h, bias=bias)
         reference = ref.MultiHeadAttention(d_model, h, bias=bias)
         expected = sum(p.numel() for p in reference.parameters())     # counted here
         # the ledger the jail reports can only fail this check (and words the message); that the

@@ -18,6 +18,7 @@ from grader.testkit import (
     LearnerError,
     as_tensor,
     check,
+    construct,
     expect_close,
     expect_dtype,
     expect_raises,
@@ -28,6 +29,7 @@ from grader.testkit import (
     msg,
     tolerance,
     training_probe,
+    type_name,
 )
 from grader.locale import join
 
@@ -84,7 +86,7 @@ def pair(submission, reference, learner, seed):
 
 def gpt_pair(submission, cfg: dict, seed: int):
     reference = ref.GPT(ref.GPTConfig(**cfg))
-    learner = submission.gpt.GPT(submission.gpt.GPTConfig(**cfg))
+    learner = construct(submission.gpt.GPT, submission.gpt.GPTConfig(**cfg))
     return pair(submission, reference, learner, seed)
 
 
@@ -97,7 +99,7 @@ def gpt_forward(model, idx, targets=None, what="GPT"):
     out = model(idx) if targets is None else model(idx, targets)
     if not isinstance(out, tuple) or len(out) != 2:
         fail(msg("{what}.forward returned a {type}; expected the tuple (logits, loss), with loss "
-                 "None when no targets are given", what=what, type=type(out).__name__),
+                 "None when no targets are given", what=what, type=type_name(out)),
              symptoms=["shape-mismatch"])
     return out
 
@@ -171,7 +173,7 @@ def test_layernorm_matches_reference(submission):
         d = shape[-1]
         kw = {} if eps is None else {"eps": eps}
         reference, learner = pair(submission, ref.LayerNorm(d, **kw),
-                                  submission.norms.LayerNorm(d, **kw), seed)
+                                  construct(submission.norms.LayerNorm, d, **kw), seed)
         x = randn(*shape, seed=10 + seed, scale=scale, shift=shift)
         e = reference.eps
         w, b = reference.weight.detach().double(), reference.bias.detach().double()
@@ -196,7 +198,7 @@ def test_layernorm_matches_reference(submission):
 @check(points=1, rule="normalization", day=NORM_DAY, title="LayerNorm(bias=False) has no bias")
 def test_layernorm_without_bias(submission):
     d = 12
-    learner = submission.norms.LayerNorm(d, bias=False)
+    learner = construct(submission.norms.LayerNorm, d, bias=False)
     names = sorted(str(p.get("name")) for p in submission.parameters(learner) if isinstance(p, dict))
     # the reported ledger words the message; whether a bias exists is established by writing one
     try:
@@ -229,7 +231,7 @@ def test_rmsnorm_matches_reference(submission):
     for seed, (shape, eps, scale, shift) in enumerate(cases):
         d = shape[-1]
         kw = {} if eps is None else {"eps": eps}
-        reference, learner = pair(submission, ref.RMSNorm(d, **kw), submission.norms.RMSNorm(d, **kw),
+        reference, learner = pair(submission, ref.RMSNorm(d, **kw), construct(submission.norms.RMSNorm, d, **kw),
                                   seed=20 + seed)
         x = randn(*shape, seed=30 + seed, scale=scale, shift=shift)   # a nonzero mean on purpose
         expect_close_or_diagnose(
@@ -340,7 +342,7 @@ def test_apply_rope(submission):
 
 def mha_pair(submission, d_model, n_head, bias, seed):
     return pair(submission, ref.MultiHeadAttention(d_model, n_head, bias=bias),
-                submission.attention.MultiHeadAttention(d_model, n_head, bias=bias), seed)
+                construct(submission.attention.MultiHeadAttention, d_model, n_head, bias=bias), seed)
 
 
 MHA_CASES = [(2, 5, 8, 2, True), (1, 1, 8, 1, False), (3, 7, 16, 4, False), (2, 6, 12, 3, True)]
@@ -425,7 +427,7 @@ def test_mlp_matches_reference(submission):
     for seed, (fields, shape, scale) in enumerate(MLP_CASES):
         cfg = block_config(**fields)
         reference, learner = pair(submission, ref.MLP(ref.GPTConfig(**cfg)),
-                                  submission.gpt.MLP(submission.gpt.GPTConfig(**cfg)), seed=80 + seed)
+                                  construct(submission.gpt.MLP, submission.gpt.GPTConfig(**cfg)), seed=80 + seed)
         # inputs of a few units put fc's outputs where tanh-GELU and exact GELU differ most (|z| ~ 2.5)
         x = randn(*shape, seed=90 + seed, scale=scale)
         d_ff = cfg.get("d_ff") or 4 * cfg["d_model"]
@@ -457,7 +459,7 @@ def test_block_is_pre_ln(submission):
     for seed, (fields, shape) in enumerate(BLOCK_CASES):
         cfg = block_config(**fields)
         _, learner = pair(submission, ref.Block(ref.GPTConfig(**cfg)),
-                          submission.gpt.Block(submission.gpt.GPTConfig(**cfg)), seed=100 + seed)
+                          construct(submission.gpt.Block, submission.gpt.GPTConfig(**cfg)), seed=100 + seed)
         x = randn(*shape, seed=110 + seed, scale=2.0, shift=0.5)
         what = f"Block({describe_config(cfg)})"
         got = expect_dtype(expect_shape(learner(x), shape, what), x.dtype, what)
@@ -601,13 +603,13 @@ def test_gpt_loss_is_cross_entropy(submission):
     _, none = gpt_forward(learner, idx)
     if none is not None:
         fail(msg("GPT(idx) without targets returned a loss ({type}); without targets the loss is None.",
-                 type=type(none).__name__))
+                 type=type_name(none)))
 
 
 @check(points=1, rule="api-contract", day=GPT_DAY, title="T > block_size is an error")
 def test_gpt_rejects_too_long_input(submission):
     cfg = dict(vocab_size=10, block_size=6, d_model=8, n_layer=1, n_head=2)
-    learner = submission.gpt.GPT(submission.gpt.GPTConfig(**cfg))
+    learner = construct(submission.gpt.GPT, submission.gpt.GPTConfig(**cfg))
     idx = tokens(1, 7, 10, seed=160)
     expect_raises(lambda: learner(idx), "ValueError", msg("GPT with block_size=6 on idx of length T=7"),
                   hint=msg("wpe has only block_size rows: check T <= block_size and raise "
@@ -707,7 +709,7 @@ def head_follows_embedding(submission, learner, cfg: dict, seed: int) -> bool | 
 
 @check(points=3, rule="weight-tying", day=GPT_DAY, title="tie_weights shares one matrix")
 def test_weight_tying(submission):
-    tied = submission.gpt.GPT(submission.gpt.GPTConfig(**TOY, tie_weights=True))
+    tied = construct(submission.gpt.GPT, submission.gpt.GPTConfig(**TOY, tie_weights=True))
     follows = head_follows_embedding(submission, tied, dict(TOY), seed=180)
     if follows is None:
         fail(msg("loading a different lm_head.weight did not change your GPT's logits: the head "
@@ -721,7 +723,7 @@ def test_weight_tying(submission):
                  untied=TOY_UNTIED, tied=TOY_TIED),
              diagnosis=[{"rule": "weight-tying", "day": GPT_DAY, "mutant": "untied-head",
                          "message": msg("lm_head.weight is not the same Parameter as wte.weight")}])
-    untied = submission.gpt.GPT(submission.gpt.GPTConfig(**TOY, tie_weights=False))
+    untied = construct(submission.gpt.GPT, submission.gpt.GPTConfig(**TOY, tie_weights=False))
     if head_follows_embedding(submission, untied, dict(TOY, tie_weights=False), seed=181):
         fail(msg("with tie_weights=False, lm_head.weight and wte.weight are the same Parameter; "
                  "they must be two independent matrices (tie only when config.tie_weights is "
@@ -738,7 +740,7 @@ def test_gpt_parameter_ledger(submission):
     for cfg in GPT_LEDGER_CASES:
         reference = ref.GPT(ref.GPTConfig(**cfg))
         expected = {n: list(p.shape) for n, p in reference.named_parameters(remove_duplicate=False)}
-        learner = submission.gpt.GPT(submission.gpt.GPTConfig(**cfg))
+        learner = construct(submission.gpt.GPT, submission.gpt.GPTConfig(**cfg))
         rows = submission.parameters(learner)
         got = {r["name"]: r["shape"] for r in rows if isinstance(r, dict) and "name" in r and "shape" in r}
         missing = [n for n in expected if n not in got]
@@ -771,9 +773,9 @@ def test_count_parameters(submission):
               ref.GPT(ref.GPTConfig(**TOY))),
              (msg("the toy GPT with tie_weights=False"), gpt.GPT(gpt.GPTConfig(**TOY, tie_weights=False)),
               ref.GPT(ref.GPTConfig(**TOY, tie_weights=False))),
-             ("LayerNorm(32)", submission.norms.LayerNorm(32), ref.LayerNorm(32)),
+             ("LayerNorm(32)", construct(submission.norms.LayerNorm, 32), ref.LayerNorm(32)),
              ("MultiHeadAttention(32, 4, bias=True)",
-              submission.attention.MultiHeadAttention(32, 4, bias=True), ref.MultiHeadAttention(32, 4, bias=True))]
+              construct(submission.attention.MultiHeadAttention, 32, 4, bias=True), ref.MultiHeadAttention(32, 4, bias=True))]
     for what, model, reference in cases:
         once, per_name = reference_count(reference)        # counted here, from the same config
         got = submission.gpt.count_parameters(model)
@@ -783,7 +785,7 @@ def test_count_parameters(submission):
             got = int(got)
         if isinstance(got, bool) or not isinstance(got, int):
             fail(msg("count_parameters({what}) returned {got} ({type}); expected an int, the "
-                     "number of parameters", what=what, got=f"{got!r:.80}", type=type(got).__name__))
+                     "number of parameters", what=what, got=f"{got!r:.80}", type=type_name(got)))
         if got == once:
             continue
         if got == per_name and per_name != once:
@@ -814,7 +816,7 @@ def test_training_probe(submission):
     cfg = dict(vocab_size=32, block_size=16, d_model=32, n_layer=2, n_head=4)
     torch.manual_seed(0)
     reference = ref.GPT(ref.GPTConfig(**cfg))      # N(0, 0.02): the first loss should be ~ ln(32)
-    learner = submission.gpt.GPT(submission.gpt.GPTConfig(**cfg))
+    learner = construct(submission.gpt.GPT, submission.gpt.GPTConfig(**cfg))
     submission.load(learner, reference.state_dict())
     # 100 steps of 32 windows at lr 1e-2: a correct GPT ends near 1.5 nats (floor ln 4 = 1.39),
     # one without a causal mask falls to ~0.8 by copying the visible next token

@@ -8,9 +8,9 @@ import reference_model as ref
 from grader.answers import RealQuestion, check_answer
 from grader.fingerprints import (causal_attention, estimate_scale, identify_attention, layer_norm,
                                  scale_label)
-from grader.testkit import (ProbeResult, check, expect_dtype, expect_shape, fail, judge_probe,
-                            judge_training, markov_corpus, msg, reported_curve, tolerance,
-                            training_probe)
+from grader.testkit import (ProbeResult, check, construct, expect_dtype, expect_shape, expect_tuple,
+                            fail, judge_probe, judge_training, markov_corpus, msg, reported_curve,
+                            tolerance, training_probe, type_name)
 
 V, BLOCK, D_MODEL, N_HEAD = 100, 16, 32, 4
 D_K = D_MODEL // N_HEAD
@@ -111,7 +111,7 @@ def test_block_is_pre_ln(submission):
             if name.startswith("ln_"):
                 p.copy_(randn(*p.shape, seed=len(name)) * 0.5 + (1.0 if name.endswith("weight") else 0.0))
     state = reference.state_dict()
-    block = submission.bughunt.Block(submission.bughunt.GPTConfig())
+    block = construct(submission.bughunt.Block, submission.bughunt.GPTConfig())
     submission.load(block, state)
     x = randn(2, 7, D_MODEL, seed=4)
     out = expect_dtype(expect_shape(block(x), x.shape, "Block(x)"), x.dtype, "Block(x)")
@@ -136,7 +136,7 @@ def test_block_is_pre_ln(submission):
 @check(points=3, rule="target-shift", day=49, title="(D) the target is the next token")
 def test_make_xy_shifts_targets(submission):
     chunk = torch.tensor([502, 1204, 33, 991, 88, 7, 64])
-    x, y = submission.bughunt.make_xy(chunk)
+    x, y = expect_tuple(submission.bughunt.make_xy(chunk), 2, "make_xy(chunk)")
     ref_x, ref_y = ref.make_xy(chunk)
     x = expect_shape(x, ref_x.shape, "make_xy(chunk)[0] (x)")
     y = expect_shape(y, ref_y.shape, "make_xy(chunk)[1] (y)")
@@ -159,13 +159,13 @@ def test_training_on_a_markov_corpus(submission):
                                       batch_size=16, lr=3e-3, seed=0)
     if not isinstance(losses, list) or not losses:
         fail(msg("train(...) should return the list of per-step losses, got {type}",
-                 type=type(losses).__name__))
+                 type=type_name(losses)))
     # what train() returns can fail this check, never pass it alone: the grader then trains the
     # fixed GPT itself and judges it from the losses it computes (testkit.training_probe)
     judge_training(ProbeResult(reported_curve(losses, 120), V, floor), msg("your model with your train()"))
     torch.manual_seed(49)
     reference = ref.GPT(ref.GPTConfig(V, BLOCK, D_MODEL, 2, N_HEAD))    # N(0, 0.02), tied
-    model = submission.bughunt.GPT(submission.bughunt.GPTConfig())
+    model = construct(submission.bughunt.GPT, submission.bughunt.GPTConfig())
     submission.load(model, reference.state_dict())
     what = msg("your fixed GPT")
     judge_probe(training_probe(submission, model, reference, vocab_size=V, block_size=BLOCK, steps=120,

@@ -18,6 +18,7 @@ from grader.testkit import (
     fail,
     markov_corpus,
     msg,
+    type_name,
 )
 
 FLATTEN_HINT = msg("F.cross_entropy wants logits of shape (N, V) against targets of shape (N,); "
@@ -66,13 +67,13 @@ def xy_pair(result, what: str, shape) -> tuple[torch.Tensor, torch.Tensor]:
     """The learner's (x, y): a pair of torch tensors of the given shape."""
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         fail(msg("{what} returned a {type}; expected a pair (x, y) of tensors", what=what,
-                 type=type(result).__name__), symptoms=["shape-mismatch"])
+                 type=type_name(result)), symptoms=["shape-mismatch"])
     x, y = result
     for name, t in (("x", x), ("y", y)):
         if not isinstance(t, torch.Tensor):
             fail(msg("{what} returned {name} as a {type}; return torch tensors "
                      "(torch.as_tensor(...) or torch.from_numpy(...)), which a model can take",
-                     what=what, name=name, type=type(t).__name__),
+                     what=what, name=name, type=type_name(t)),
                  symptoms=["shape-mismatch"])
     return (expect_shape(x, shape, msg("{what}'s x", what=what)),
             expect_shape(y, shape, msg("{what}'s y", what=what)))
