@@ -92,7 +92,8 @@ def encode(value, to_handle=None) -> bytes:
             return _big_int(v)
         for base in _PLAIN:  # a subclass crosses as its plain value
             if isinstance(v, base):
-                return base(v)
+                # packed here: msgpack does not pass what `default` returns back to `default`
+                return msgpack.ExtType(TUPLE, pack_nested(list(v))) if base is tuple else base(v)
         tensor, is_numpy = _as_tensor(v)
         if tensor is not None:
             return _tensor_ext(tensor, is_numpy, budget)
@@ -326,7 +327,12 @@ def _as_tensor(v):
         return v.detach(), False
     if isinstance(v, torch.Tensor):
         # a learner's Tensor subclass crosses as plain data: its methods stay behind
-        return v.detach().to("cpu").as_subclass(torch.Tensor), False
+        try:
+            return v.detach().to("cpu").as_subclass(torch.Tensor), False
+        except Exception:  # noqa: BLE001 - a tensor without data (device "meta"), or one that will not copy
+            raise WireError(
+                f"a tensor on device {str(v.device)[:40]!r} cannot be copied to the CPU"
+            ) from None
     if type(v).__module__ == "numpy" and hasattr(v, "dtype") and hasattr(v, "shape"):
         import numpy as np
 
