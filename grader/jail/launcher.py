@@ -15,7 +15,6 @@ and it dies with the grader. The zygote keeps the capabilities it needs to build
 
 from __future__ import annotations
 
-import csv
 import functools
 import glob
 import importlib.metadata
@@ -163,10 +162,7 @@ def top_level_entries(record_paths: Iterable[str]) -> set[str]:
 
 
 def _record_paths(dist: importlib.metadata.Distribution) -> list[str]:
-    text = dist.read_text("RECORD")
-    if text is not None:
-        return [row[0] for row in csv.reader(text.splitlines()) if row]
-    return [str(f) for f in dist.files or []]
+    return [str(f) for f in dist.files or []]  # importlib.metadata reads RECORD's CSV
 
 
 def _installed(name: str) -> importlib.metadata.Distribution | None:
