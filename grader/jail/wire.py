@@ -90,10 +90,11 @@ def encode(value, to_handle=None) -> bytes:
             return msgpack.ExtType(HANDLE, pack_nested([v.id, v.type_name]))
         if t is int:  # beyond 64 bits: crosses as a float
             return _big_int(v)
+        if isinstance(v, tuple):  # a subclass (torch.Size): packed here, as msgpack does not
+            return msgpack.ExtType(TUPLE, pack_nested(list(v)))  # give `default` what it returns
         for base in _PLAIN:  # a subclass crosses as its plain value
             if isinstance(v, base):
-                # packed here: msgpack does not pass what `default` returns back to `default`
-                return msgpack.ExtType(TUPLE, pack_nested(list(v))) if base is tuple else base(v)
+                return base(v)
         tensor, is_numpy = _as_tensor(v)
         if tensor is not None:
             return _tensor_ext(tensor, is_numpy, budget)
