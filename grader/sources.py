@@ -16,7 +16,7 @@
   the group's files. Learner id: the student id (sid).
 
 SOURCE may be that folder or a zip archive of it; a single folder wrapping everything is looked
-into, and a learner who uploaded a zip of their work has it opened (one level deep). Archives are
+into (unless it holds an exercise file by name: then it is a class of one learner), and a learner who uploaded a zip of their work has it opened (one level deep). Archives are
 read in memory, never extracted: a member with an absolute path or `..`, a symbolic link, an
 encrypted member, or one that would inflate past its cap is refused, and caps on the number of
 members and on the total inflated size refuse a zip bomb before anything is read. Within a
@@ -213,8 +213,9 @@ def _limit(name: str) -> int:
     return MAX_METADATA_BYTES if name == GRADESCOPE_META else MAX_FILE_BYTES
 
 
-def _unwrapped(root: Path) -> Path:
-    """Into a single folder that wraps everything, on disk: its entries are the learners."""
+def _unwrapped(root: Path, exercise: Exercise) -> Path:
+    """Into a single folder that wraps everything, on disk: its entries are the learners. A
+    folder holding an exercise file by name is a learner's, not a wrapper (a class of one)."""
     while True:
         inside: list[os.DirEntry] = []
         with os.scandir(root) as it:
@@ -225,13 +226,15 @@ def _unwrapped(root: Path) -> Path:
                     return root
         if len(inside) != 1 or not inside[0].is_dir(follow_symlinks=False):
             return root
+        if any(os.path.lexists(os.path.join(inside[0].path, f)) for f in exercise.files):
+            return root
         root = Path(inside[0].path)
 
 
 def read_folder(root: Path, exercise: Exercise) -> Tree:
     """A folder as a Tree; names canonical (canonical_name). Each learner's folder is walked up to
     LEARNER_FOLDER_FILES entries: past that the walk stops, and that learner alone fails."""
-    root = _unwrapped(Path(root))
+    root = _unwrapped(Path(root), exercise)
     tree: Tree = {}
     seen = 0
     with os.scandir(root) as it:
@@ -494,11 +497,14 @@ def _members(zf: zipfile.ZipFile, exercise: Exercise, max_total: int, budget: in
     return tree
 
 
-def unwrap(tree: Tree) -> Tree:
-    """Look into a single folder that wraps everything (`submissions/...`)."""
+def unwrap(tree: Tree, exercise: Exercise) -> Tree:
+    """Look into a single folder that wraps everything (`submissions/...`), but not into one that
+    holds an exercise file by name: that is a learner's folder (a class of one)."""
     while tree:
         tops = {p.parts[0] for p in tree}
         if len(tops) != 1 or any(len(p.parts) == 1 and not e.is_dir for p, e in tree.items()):
+            break
+        if any(len(p.parts) == 2 and p.parts[1] in exercise.files for p in tree):
             break
         tree = {PurePosixPath(*p.parts[1:]): e for p, e in tree.items() if len(p.parts) > 1}
     return tree
@@ -607,7 +613,7 @@ def read_source(source: Path, exercise: Exercise) -> Found:
         raise SourceError(f"SOURCE: {source} is neither a folder nor a zip archive")
     else:
         raise SourceError(f"SOURCE: {source} does not exist")
-    tree = unwrap(tree)
+    tree = unwrap(tree, exercise)
     if not tree:
         raise SourceError(f"SOURCE: {source} holds no submissions")
     if PurePosixPath(GRADESCOPE_META) in tree:
