@@ -16,12 +16,13 @@
   the group's files. Learner id: the student id (sid).
 
 SOURCE may be that folder or a zip archive of it; a single folder wrapping everything is looked
-into (unless it holds an exercise file by name: then it is a class of one learner), and a learner who uploaded a zip of their work has it opened (one level deep). Archives are
-read in memory, never extracted: a member with an absolute path or `..`, a symbolic link, an
-encrypted member, or one that would inflate past its cap is refused, and caps on the number of
-members and on the total inflated size refuse a zip bomb before anything is read. Within a
-learner's files each exercise file is found by name at the shallowest depth (an exercise with a
-single file also takes the one file with its suffix), so `mywork/data.py` is found too.
+into (unless it holds an exercise file by name: then it is a class of one learner), and a learner
+who uploaded a zip of their work has it opened (one level deep). Archives are read in memory,
+never extracted: a member with an absolute path or `..`, a symbolic link, an encrypted member, or
+one that would inflate past its cap is refused, and caps on the number of members and on the total
+inflated size refuse a zip bomb before anything is read. Within a learner's files each exercise
+file is found by name at the shallowest depth (an exercise with a single file also takes the one
+file with its suffix), so `mywork/data.py` is found too.
 """
 
 from __future__ import annotations
