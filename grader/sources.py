@@ -658,6 +658,7 @@ def _incoming(exercise, tree, learner, *, layout, origin, canvas=False, **kw) ->
 def folder(tree: Tree, exercise: Exercise) -> Found:
     groups: dict[str, Tree] = {}
     refused: dict[str, str] = {}
+    tops: dict[str, set[str]] = {}  # learner -> the entries of SOURCE that are theirs
     notes = []
     suffixes = {Path(f).suffix for f in exercise.files}
     for path, entry in tree.items():
@@ -668,6 +669,8 @@ def folder(tree: Tree, exercise: Exercise) -> Found:
             groups.setdefault(top, {})  # a learner folder, maybe empty
         elif path.suffix.lower() == ".zip" or (len(exercise.files) == 1 and path.suffix in suffixes):
             groups.setdefault(Path(top).stem, {})[PurePosixPath(top)] = entry  # a file per learner
+            tops.setdefault(Path(top).stem, set()).add(top)
+            continue
         elif entry.problem and not path.suffix:  # a learner "folder" that is a symbolic link
             refused[top] = entry.problem
         else:
@@ -680,6 +683,17 @@ def folder(tree: Tree, exercise: Exercise) -> Found:
                     ),
                     learner_like=_wanted(top, exercise) or entry.problem is not None,
                 )
+            )
+            continue
+        tops.setdefault(top, set()).add(top)
+    # `alice/`, `alice.py` and `alice.zip` are all learner alice: which is the submission cannot
+    # be told, so that learner fails rather than one entry being dropped unseen
+    for learner, entries in tops.items():
+        if len(entries) > 1:
+            refused[learner] = msg(
+                "{entries} are all learner {learner}: which one is the submission?",
+                entries=", ".join(sorted(entries)[:4]),
+                learner=learner,
             )
     incoming = [
         _incoming(exercise, t, learner, layout="folder", origin=learner)

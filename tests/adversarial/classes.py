@@ -263,6 +263,11 @@ def _not_a_zip(tmp: Path) -> Path:
     return source
 
 
+def _folder_and_file(tmp: Path) -> Path:
+    extra = {"alice.py": honest("alice"), "bob.zip": zip_bytes({"data.py": honest("bob")})}
+    return folder_class(tmp, ["alice", "bob", "carol"], extra)
+
+
 def canonical(raw: str) -> str:
     from grader.sources import canonical_name
 
@@ -319,6 +324,9 @@ def _cases() -> list[ClassCase]:
                   notes="the one folder was taken for a wrapper: the learner became `data`"),
         ClassCase("a-class-zip-of-one-learner-folder",
                   lambda tmp: zip_class(tmp, {"class/alice/data.py": honest("alice")}), ("alice",)),
+        ClassCase("one-learner-as-a-folder-and-a-file", _folder_and_file, ("carol",),
+                  {"alice": "alice, alice.py are all learner alice", "bob": "bob, bob.zip are all"},
+                  notes="one of the two was dropped unseen before"),
         ClassCase("csv-formula-learner-id", lambda tmp: folder_class(tmp, [FORMULA, "+1", "alice"]),
                   (FORMULA, "+1", "alice")),
         ClassCase("oversized-error-message", _huge_reply, ("alice", "mallory"),
