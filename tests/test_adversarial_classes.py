@@ -195,3 +195,23 @@ def test_a_hostile_class_input_breaks_nothing(case: ClassCase, tmp_path, monkeyp
     if case.exit_allowed is not None:
         allowed = run(case, source, db, out, monkeypatch, "--allow-skipped")[0]
         assert allowed.exit_code == case.exit_allowed
+
+
+ON_POSTGRES = [c for c in CLASS_CASES if c.name in (
+    "gradescope-5-mb-learner-id", "non-utf8-folder-names", "terminal-sequences-in-folder-names",
+    "oversized-error-message")]
+
+
+@pytest.mark.parametrize("case", ON_POSTGRES, ids=lambda c: c.name)
+def test_hostile_ids_and_strings_fit_postgresql(case: ClassCase, tmp_path, monkeypatch, postgres):
+    """PostgreSQL enforces what SQLite does not (column lengths, NUL, encodings): the same batch,
+    and its re-run. A 256-character canonical id overflowed learners.key (200) there."""
+    from grader.store import Gradebook
+
+    url, source = postgres.create_database(), case.build(tmp_path)
+    for _ in range(2):
+        result, printed, _pool = run(case, source, url, tmp_path / "out", monkeypatch)
+        assert result.exit_code == case.exit_code, printed
+    with Gradebook(url) as gb:
+        learners = sorted(c.learner for c in gb.current_grades(EXERCISE))
+    assert learners == sorted([*case.honest, *case.failing])

@@ -201,7 +201,10 @@ YEAR_10000 = (
     "submission_3:\n  :created_at: 2026-05-01 10:00:00\n  :submitters:\n  - :sid: '43'\n"
 )
 LONG_SID = "x" * 5_000_000
-LONG_SID_META = f"submission_1:\n  :submitters:\n  - :sid: '{LONG_SID}'\n"
+LONG_SID_META = (  # and a name and an email as long: all stored, within their columns
+    f"submission_1:\n  :submitters:\n  - :sid: '{LONG_SID}'\n    :name: '{'n' * 5000}'\n"
+    f"    :email: '{'e' * 5000}@x'\n"
+)
 
 
 def _directory_of_1_4_million(tmp: Path) -> Path:
