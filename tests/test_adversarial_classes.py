@@ -199,7 +199,8 @@ def test_a_hostile_class_input_breaks_nothing(case: ClassCase, tmp_path, monkeyp
 
 ON_POSTGRES = [c for c in CLASS_CASES if c.name in (
     "gradescope-5-mb-learner-id", "non-utf8-folder-names", "terminal-sequences-in-folder-names",
-    "oversized-error-message")]
+    "oversized-error-message", "ids-differ-only-by-white-space", "safe-names-would-collide",
+    "one-learner-as-a-folder-and-a-file")]
 
 
 @pytest.mark.parametrize("case", ON_POSTGRES, ids=lambda c: c.name)
