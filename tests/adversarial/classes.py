@@ -271,6 +271,16 @@ def _folder_and_file(tmp: Path) -> Path:
     return folder_class(tmp, ["alice", "bob", "carol"], extra)
 
 
+def _special_files(tmp: Path) -> Path:
+    """FIFOs (opened, they would block the batch forever) and a symbolic link to /dev/zero."""
+    src = folder_class(tmp, ["alice", "bob"])
+    (src / "mallory").mkdir()
+    os.mkfifo(src / "mallory" / "data.py")
+    os.mkfifo(src / "eve.py")
+    os.symlink("/dev/zero", src / "zed.py")
+    return src
+
+
 def canonical(raw: str) -> str:
     from grader.sources import canonical_name
 
@@ -330,6 +340,9 @@ def _cases() -> list[ClassCase]:
         ClassCase("one-learner-as-a-folder-and-a-file", _folder_and_file, ("carol",),
                   {"alice": "alice, alice.py are all learner alice", "bob": "bob, bob.zip are all"},
                   notes="one of the two was dropped unseen before"),
+        ClassCase("fifos-and-a-link-to-dev-zero", _special_files, two,
+                  {"mallory": "data.py is not a regular file", "eve": "eve.py is not a regular file",
+                   "zed": "symbolic links are refused"}),
         ClassCase("csv-formula-learner-id", lambda tmp: folder_class(tmp, [FORMULA, "+1", "alice"]),
                   (FORMULA, "+1", "alice")),
         ClassCase("oversized-error-message", _huge_reply, ("alice", "mallory"),
