@@ -35,7 +35,7 @@ For every exercise:
     NESTED_ARCHIVE_BYTES          64 MiB    a learner's own zip inside an export
     CENTRAL_DIRECTORY_BYTES       32 MiB    an archive's central directory, before it is parsed
     LEARNER_FOLDER_FILES          5,000     files walked in one learner's folder
-    LEARNER_ID_CHARS              256       a learner id, after canonicalising
+    LEARNER_ID_CHARS              200       a learner id, after canonicalising
     METADATA_BYTES                16 MiB    Gradescope's submission_metadata.yml
     METADATA_NODES                500,000   YAML nodes of that file (no aliases at all)
     METADATA_DEPTH                32        nesting of that file's mappings and lists
@@ -134,7 +134,8 @@ INFLATION_CHECKED_ABOVE = 1 * MiB  # ... that inflates to more than this
 # members with 600-byte names fit; 1.4 million entries (686 MB as ZipInfo objects) do not
 CENTRAL_DIRECTORY_BYTES = 32 * MiB
 LEARNER_FOLDER_FILES = 5_000  # one learner's folder: more fails that learner, and is not walked
-LEARNER_ID_CHARS = 256  # a learner id (an alias bomb made a 5 MB one); longer ends in a hash
+LEARNER_ID_CHARS = 200  # a learner id (an alias bomb made a 5 MB one); longer ends in a hash.
+# The gradebook's learners.key column is this long (PostgreSQL refused a 256-character id).
 METADATA_NODES = 500_000  # YAML nodes in submission_metadata.yml: ~200 per submission of a big class
 METADATA_DEPTH = 32  # its nesting (Gradescope's is 4 deep); deeper raised RecursionError
 

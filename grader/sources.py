@@ -16,12 +16,13 @@
   the group's files. Learner id: the student id (sid).
 
 SOURCE may be that folder or a zip archive of it; a single folder wrapping everything is looked
-into, and a learner who uploaded a zip of their work has it opened (one level deep). Archives are
-read in memory, never extracted: a member with an absolute path or `..`, a symbolic link, an
-encrypted member, or one that would inflate past its cap is refused, and caps on the number of
-members and on the total inflated size refuse a zip bomb before anything is read. Within a
-learner's files each exercise file is found by name at the shallowest depth (an exercise with a
-single file also takes the one file with its suffix), so `mywork/data.py` is found too.
+into (unless it holds an exercise file by name: then it is a class of one learner), and a learner
+who uploaded a zip of their work has it opened (one level deep). Archives are read in memory,
+never extracted: a member with an absolute path or `..`, a symbolic link, an encrypted member, or
+one that would inflate past its cap is refused, and caps on the number of members and on the total
+inflated size refuse a zip bomb before anything is read. Within a learner's files each exercise
+file is found by name at the shallowest depth (an exercise with a single file also takes the one
+file with its suffix), so `mywork/data.py` is found too.
 """
 
 from __future__ import annotations
@@ -213,8 +214,9 @@ def _limit(name: str) -> int:
     return MAX_METADATA_BYTES if name == GRADESCOPE_META else MAX_FILE_BYTES
 
 
-def _unwrapped(root: Path) -> Path:
-    """Into a single folder that wraps everything, on disk: its entries are the learners."""
+def _unwrapped(root: Path, exercise: Exercise) -> Path:
+    """Into a single folder that wraps everything, on disk: its entries are the learners. A
+    folder holding an exercise file by name is a learner's, not a wrapper (a class of one)."""
     while True:
         inside: list[os.DirEntry] = []
         with os.scandir(root) as it:
@@ -225,13 +227,15 @@ def _unwrapped(root: Path) -> Path:
                     return root
         if len(inside) != 1 or not inside[0].is_dir(follow_symlinks=False):
             return root
+        if any(os.path.lexists(os.path.join(inside[0].path, f)) for f in exercise.files):
+            return root
         root = Path(inside[0].path)
 
 
 def read_folder(root: Path, exercise: Exercise) -> Tree:
     """A folder as a Tree; names canonical (canonical_name). Each learner's folder is walked up to
     LEARNER_FOLDER_FILES entries: past that the walk stops, and that learner alone fails."""
-    root = _unwrapped(Path(root))
+    root = _unwrapped(Path(root), exercise)
     tree: Tree = {}
     seen = 0
     with os.scandir(root) as it:
@@ -494,11 +498,14 @@ def _members(zf: zipfile.ZipFile, exercise: Exercise, max_total: int, budget: in
     return tree
 
 
-def unwrap(tree: Tree) -> Tree:
-    """Look into a single folder that wraps everything (`submissions/...`)."""
+def unwrap(tree: Tree, exercise: Exercise) -> Tree:
+    """Look into a single folder that wraps everything (`submissions/...`), but not into one that
+    holds an exercise file by name: that is a learner's folder (a class of one)."""
     while tree:
         tops = {p.parts[0] for p in tree}
         if len(tops) != 1 or any(len(p.parts) == 1 and not e.is_dir for p, e in tree.items()):
+            break
+        if any(len(p.parts) == 2 and p.parts[1] in exercise.files for p in tree):
             break
         tree = {PurePosixPath(*p.parts[1:]): e for p, e in tree.items() if len(p.parts) > 1}
     return tree
@@ -607,7 +614,7 @@ def read_source(source: Path, exercise: Exercise) -> Found:
         raise SourceError(f"SOURCE: {source} is neither a folder nor a zip archive")
     else:
         raise SourceError(f"SOURCE: {source} does not exist")
-    tree = unwrap(tree)
+    tree = unwrap(tree, exercise)
     if not tree:
         raise SourceError(f"SOURCE: {source} holds no submissions")
     if PurePosixPath(GRADESCOPE_META) in tree:
@@ -651,6 +658,7 @@ def _incoming(exercise, tree, learner, *, layout, origin, canvas=False, **kw) ->
 def folder(tree: Tree, exercise: Exercise) -> Found:
     groups: dict[str, Tree] = {}
     refused: dict[str, str] = {}
+    tops: dict[str, set[str]] = {}  # learner -> the entries of SOURCE that are theirs
     notes = []
     suffixes = {Path(f).suffix for f in exercise.files}
     for path, entry in tree.items():
@@ -661,6 +669,8 @@ def folder(tree: Tree, exercise: Exercise) -> Found:
             groups.setdefault(top, {})  # a learner folder, maybe empty
         elif path.suffix.lower() == ".zip" or (len(exercise.files) == 1 and path.suffix in suffixes):
             groups.setdefault(Path(top).stem, {})[PurePosixPath(top)] = entry  # a file per learner
+            tops.setdefault(Path(top).stem, set()).add(top)
+            continue
         elif entry.problem and not path.suffix:  # a learner "folder" that is a symbolic link
             refused[top] = entry.problem
         else:
@@ -673,6 +683,17 @@ def folder(tree: Tree, exercise: Exercise) -> Found:
                     ),
                     learner_like=_wanted(top, exercise) or entry.problem is not None,
                 )
+            )
+            continue
+        tops.setdefault(top, set()).add(top)
+    # `alice/`, `alice.py` and `alice.zip` are all learner alice: which is the submission cannot
+    # be told, so that learner fails rather than one entry being dropped unseen
+    for learner, entries in tops.items():
+        if len(entries) > 1:
+            refused[learner] = msg(
+                "{entries} are all learner {learner}: which one is the submission?",
+                entries=", ".join(sorted(entries)[:4]),
+                learner=learner,
             )
     incoming = [
         _incoming(exercise, t, learner, layout="folder", origin=learner)

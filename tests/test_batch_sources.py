@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import stat
 import zipfile
 from pathlib import Path
 
@@ -12,29 +11,10 @@ import pytest
 
 from grader.exercises import load_exercise
 from grader.sources import MAX_ARCHIVE_MEMBERS, SourceError, read_source
+from tests.adversarial.classes import CODE, damaged, write, zip_bytes
 
 DATA = load_exercise("day49-data")             # one file: data.py
 BUGHUNT = load_exercise("day49-bughunt")       # two: bughunt.py, diagnosis.toml
-
-
-def write(root: Path, files: dict[str, bytes | str]) -> Path:
-    for name, data in files.items():
-        p = root / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data.encode() if isinstance(data, str) else data)
-    return root
-
-
-def zip_bytes(files: dict[str, bytes | str], symlinks: dict[str, str] | None = None) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-        for name, target in (symlinks or {}).items():
-            info = zipfile.ZipInfo(name)
-            info.external_attr = (stat.S_IFLNK | 0o777) << 16
-            zf.writestr(info, target)
-    return buf.getvalue()
 
 
 def by_learner(found):
@@ -217,26 +197,6 @@ def test_unusable_sources_are_usage_errors(tmp_path):
 # -- issue 12: one learner's damage never breaks the class ------------------------------------------
 
 
-def damaged(files: dict[str, bytes], method: int, only: str | None = None) -> bytes:
-    """A zip whose members' (or member `only`'s) compressed streams have bytes flipped midway."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", method) as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-    raw = bytearray(buf.getvalue())
-    with zipfile.ZipFile(io.BytesIO(bytes(raw))) as zf:
-        for info in zf.infolist():
-            if only and info.filename != only:
-                continue
-            start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
-            for k in range(start + info.compress_size // 3, start + info.compress_size // 2):
-                raw[k] ^= 0x5A
-    return bytes(raw)
-
-
-CODE = ("def make_xy(tokens, block):\n    return [t * 7 for t in tokens]\n" * 200).encode()
-
-
 @pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_LZMA, zipfile.ZIP_BZIP2])
 def test_a_damaged_stream_in_one_learners_zip_fails_that_learner_alone(tmp_path, method):
     src = write(tmp_path / "class", {"alice/data.py": "A", "bob/data.py": "B"})
@@ -270,6 +230,7 @@ def test_names_that_are_not_utf8_stay_distinct_and_stable_ids(tmp_path):
 
 
 def test_canonical_names_are_nfc_visible_and_capped():
+    from grader.limits import LEARNER_ID_CHARS
     from grader.sources import canonical_name
 
     assert canonical_name("Jose\u0301") == canonical_name("Jos\u00e9") == "Jos\u00e9"
@@ -277,7 +238,7 @@ def test_canonical_names_are_nfc_visible_and_capped():
     assert canonical_name("a b") == "a b" and canonical_name("a ") == "a\\u0020"
     assert canonical_name("\udc80") == "\\x80" != canonical_name("\x80")   # a byte is no character
     long = canonical_name("x" * 5_000_000)
-    assert len(long) == 256 and long != canonical_name("x" * 4_999_999)
+    assert len(long) == LEARNER_ID_CHARS and long != canonical_name("x" * 4_999_999)
 
 
 def test_output_file_names_are_unique_per_learner():
@@ -317,13 +278,6 @@ def test_gradescope_metadata_bombs_are_refused_or_bounded(tmp_path):
     late = "submission_1:\n  :created_at: 10000-01-01 00:00:00\n  :submitters:\n  - :sid: '42'\n"
     got = by_learner(read_source(source(late), DATA))
     assert got["42"].submitted_at is None and got["42"].files == {"data.py": b"A"}
-
-
-def eocd_zip(entries: int, directory_size: int = 0) -> bytes:
-    """An empty archive whose End Of Central Directory record claims what it is given."""
-    import struct
-    return struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, min(entries, 0xFFFF), min(entries, 0xFFFF),
-                       directory_size, 0, 0)
 
 
 def test_archive_caps_bite_before_zipfile_parses_the_directory(tmp_path, monkeypatch):

@@ -42,6 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from grader.limits import LEARNER_ID_CHARS
 from grader.models import clean_text
 
 FINAL_STATUSES = ("graded", "unreadable", "given-up")
@@ -138,7 +139,8 @@ class Learner(Base):
     __tablename__ = "learners"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    key: Mapped[str] = mapped_column(CleanString(200), unique=True)  # the id the LMS gives them
+    # the id the LMS gives them, canonical (grader.sources); migration 0001 made it String(200)
+    key: Mapped[str] = mapped_column(CleanString(LEARNER_ID_CHARS), unique=True)
     name: Mapped[str | None] = mapped_column(CleanString(300))
     email: Mapped[str | None] = mapped_column(CleanString(300))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
