@@ -23,6 +23,7 @@ __all__ = [
     "EXIT_USAGE",
     "db_option",
     "echo",
+    "format_option",
     "get_exercise",
     "lang_option",
     "open_gradebook",
@@ -56,6 +57,15 @@ def get_exercise(exercise_id: str):
 
 def _lang_default(ctx, param, value):
     return value or lang_from_env()
+
+
+def format_option(help: str):
+    """--format, one of the report formats every renderer shares (reports.render.FORMATS)."""
+    from reports.render import FORMATS
+
+    return click.option(
+        "--format", "fmt", type=click.Choice(list(FORMATS)), default="text", show_default=True, help=help
+    )
 
 
 def lang_option(f):

@@ -8,8 +8,15 @@ from pathlib import Path
 
 import click
 
-from grader.cli.common import EXIT_FAIL, EXIT_PASS, get_exercise, lang_option, usage_error, write_out
-from reports.render import FORMATS
+from grader.cli.common import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    format_option,
+    get_exercise,
+    lang_option,
+    usage_error,
+    write_out,
+)
 
 
 @click.command("exercises")
@@ -53,14 +60,7 @@ def starter(exercise, directory: Path, student):
 @click.command()
 @click.argument("exercise")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(list(FORMATS)),
-    default="text",
-    show_default=True,
-    help="text (terminal), json, html, markdown, junit (XML), gradescope (results.json), csv.",
-)
+@format_option("text (terminal), json, html, markdown, junit (XML), gradescope (results.json), csv.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the report here.")
 @lang_option
 @click.option(

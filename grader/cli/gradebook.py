@@ -16,6 +16,7 @@ from grader.cli.common import (
     EXIT_PASS,
     db_option,
     echo,
+    format_option,
     get_exercise,
     lang_option,
     open_gradebook,
@@ -23,7 +24,6 @@ from grader.cli.common import (
     write_out,
 )
 from grader.text import terminal
-from reports.render import FORMATS
 
 
 @click.group()
@@ -84,13 +84,8 @@ def _clean(text, limit=400) -> str:
 @click.argument("learner")
 @db_option
 @click.option("--exercise", help="Only this exercise's grade (and, in text, its history).")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(list(FORMATS)),
-    default="text",
-    show_default=True,
-    help="text (history, then the reports), or one grade as json, html, markdown, junit, gradescope or csv.",
+@format_option(
+    "text (history, then the reports), or one grade as json, html, markdown, junit, gradescope or csv."
 )
 @click.option(
     "--history",
