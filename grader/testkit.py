@@ -339,6 +339,11 @@ def _learner_loss(model, x: torch.Tensor, y: torch.Tensor, vocab_size: int, what
     logits = expect_shape(logits, (*x.shape, vocab_size), msg("the logits of {what}", what=what))
     if not logits.is_floating_point():
         return math.nan
+    return _cross_entropy(logits, y, vocab_size)
+
+
+def _cross_entropy(logits: torch.Tensor, y: torch.Tensor, vocab_size: int) -> float:
+    """The mean next-token loss over every position, in float64 (the probe's one loss)."""
     return float(torch.nn.functional.cross_entropy(logits.double().reshape(-1, vocab_size), y.reshape(-1)))
 
 
@@ -425,9 +430,7 @@ def training_probe(
         evaluator.load_state_dict(weights)
         with torch.no_grad():
             logits = evaluator(xh)[0]
-        reference_held_out = float(
-            torch.nn.functional.cross_entropy(logits.double().reshape(-1, vocab_size), yh.reshape(-1))
-        )
+        reference_held_out = _cross_entropy(logits, yh, vocab_size)
     held = _learner_loss(model, xh, yh, vocab_size, what)
     return Probe(
         first=first, held_out=held, reference_held_out=reference_held_out, finite=finite, reported=reported
