@@ -497,3 +497,21 @@ def test_a_private_package_installed_into_site_packages_is_simply_not_bound(monk
     assert str(site / "grader") not in masked and str(site / "exercises") not in masked
     assert str(site / "torch" / "nothing-private") in masked          # inside a bound entry: masked
     assert launcher.shown_in_site(Path("/etc/x"), [Path("/")], [site], {}) is True
+
+
+def test_record_paths_read_as_importlib_reads_them(tmp_path):
+    """The jail's site view reads RECORD's first column quickly; a quoted path (a comma in a
+    name) is parsed by importlib.metadata, so both give the paths importlib gives."""
+    import importlib.metadata
+
+    info = tmp_path / "demo-1.0.dist-info"
+    info.mkdir()
+    for record in (
+        "demo/__init__.py,sha256=abc,10\ndemo-1.0.dist-info/RECORD,,\n",
+        'demo/__init__.py,sha256=abc,10\n"demo/a,b.py",sha256=def,3\ndemo-1.0.dist-info/RECORD,,\n',
+    ):
+        (info / "RECORD").write_text(record)
+        dist = importlib.metadata.PathDistribution(info)
+        assert launcher._record_paths(dist) == [str(f) for f in dist.files]
+    assert "demo/a,b.py" in launcher._record_paths(dist)
+    assert launcher.top_level_entries(launcher._record_paths(dist)) == {"demo", "demo-1.0.dist-info"}

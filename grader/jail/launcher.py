@@ -162,7 +162,12 @@ def top_level_entries(record_paths: Iterable[str]) -> set[str]:
 
 
 def _record_paths(dist: importlib.metadata.Distribution) -> list[str]:
-    return [str(f) for f in dist.files or []]  # importlib.metadata reads RECORD's CSV
+    text = dist.read_text("RECORD")
+    if text is None or '"' in text:  # a quoted path (a comma or quote in a name): importlib parses it
+        return [str(f) for f in dist.files or []]
+    # an unquoted CSV field ends at the first comma; this is ~7x faster than dist.files for torch's
+    # 15,000 rows, and it runs at every grading process's start
+    return [line.split(",", 1)[0] for line in text.splitlines() if line]
 
 
 def _installed(name: str) -> importlib.metadata.Distribution | None:
