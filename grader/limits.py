@@ -56,6 +56,18 @@ For every exercise:
     DATA_DEPTH                    8         nesting of a grade's data (params, evidence)
     GRADER_ATTEMPTS               3         gradings the grader itself may fail on one
                                             submission and version before it is a `crash`
+    UPLOAD_BYTES                  8 MiB     one upload to the grading server (its zip)
+    UPLOAD_FILES                  200       members of one upload
+    REQUEST_BYTES                 64 KiB    any other request body (JSON)
+    QUEUE_DEPTH                   2,000     queued jobs of one gradebook, then 429
+    QUEUE_RETRY_SECONDS           30        the Retry-After of a full queue
+    LEASE_SECONDS                 60        a job's lease, renewed every quarter of it
+    JOB_ATTEMPTS                  3         leases of one job, then a dead letter
+    TOKEN_BYTES                   32        random bytes of an access token (SHA-256 stored)
+    SESSION_SECONDS               12 h      a browser session
+    CLIENT_TIMEOUT_SECONDS        30        one HTTP request of the student client
+    CLIENT_RETRIES                3         tries of a request after a network error
+    WAIT_SECONDS                  900       how long `grader submit --wait` waits
     ANSWER_CHARS                  200       a quiz answer string, before and after normalising
     ANSWER_ELEMENTS               10,000    a list answer, all elements together
     ANSWER_DIMS                   4         nesting depth of a list answer
@@ -155,6 +167,20 @@ DATA_DEPTH = 8  # nesting of a grade's data
 
 # -- the batch (grader.batch) ------------------------------------------------------------------
 GRADER_ATTEMPTS = 3  # gradings of one submission and version the grader may fail, then `crash`
+
+# -- the grading server (grader.service, grader.store.queue, grader.client) ------------------
+UPLOAD_BYTES = 8 * MiB  # one upload (a zip of the learner files), the request body included
+UPLOAD_FILES = 200  # members of one upload; its learner files are capped as above
+REQUEST_BYTES = 64 * KiB  # any other request body (JSON)
+QUEUE_DEPTH = 2_000  # queued jobs of one gradebook; more answers 429 with Retry-After
+QUEUE_RETRY_SECONDS = 30  # the Retry-After of a full queue
+LEASE_SECONDS = 60.0  # a job's lease; a grading server renews it every LEASE_SECONDS / 4
+JOB_ATTEMPTS = GRADER_ATTEMPTS  # leases of one job (a lost lease counts), then a dead letter
+TOKEN_BYTES = 32  # random bytes of an access token (only its SHA-256 is stored)
+SESSION_SECONDS = 12 * 3600  # a browser session's cookie
+CLIENT_TIMEOUT_SECONDS = 30.0  # one HTTP request of the student client
+CLIENT_RETRIES = 3  # tries of one request after a network error (same idempotency key)
+WAIT_SECONDS = 900.0  # `grader submit --wait` gives up waiting after this (the grade goes on)
 
 # -- quiz answers (grader.answers) ------------------------------------------------------------
 ANSWER_CHARS = 200  # a string answer, before and after normalisation
