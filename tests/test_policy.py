@@ -247,6 +247,26 @@ def test_rate_policy_bounds(tmp_path, rate, bad):
         load_policy(write(tmp_path, f"[exercises.day45-attention]\nrate = {rate}\n"), IDS)
 
 
+@pytest.mark.parametrize(
+    "text, bad",
+    [
+        ("late_days = true\n", "late_days: Input should be a valid integer"),
+        (
+            "[exercises.day45-attention]\nlate = { penalty_per_day = '0.1' }\n",
+            "penalty_per_day: Input should be",
+        ),
+        (
+            "[exercises.day45-attention]\nrate = { capacity = 2.5, refill_minutes = 60 }\n",
+            "capacity: Input should be",
+        ),
+        ("exercises = 3\n", "exercises: Input should be a valid dictionary"),
+    ],
+)
+def test_values_of_the_wrong_type_are_refused_not_converted(tmp_path, text, bad):
+    with pytest.raises(PolicyError, match=bad):
+        load_policy(write(tmp_path, text), IDS)
+
+
 def test_every_problem_is_named_at_once(tmp_path):
     text = "late_days = -1\n[exercises.day45-attention]\ncounts = 'first'\n"
     with pytest.raises(PolicyError) as e:
@@ -682,6 +702,9 @@ def test_before_due_an_after_due_check_shows_title_rule_and_pass_fail_only():
     assert v.symptoms == [] and not v.output
     assert SECRET not in v.model_dump_json()
     assert v.checks[0] == g.checks[0]
+    notice = v.warnings[-1]
+    assert "until the due time, 2026-11-08T15:59:00Z" in notice.message and notice.message_id
+    assert not g.warnings
     assert g == grade_with()  # the stored grade is untouched
 
 
@@ -712,6 +735,26 @@ def test_with_no_due_an_after_due_check_waits_for_the_release():
     assert view(g, policy(visibility=AFTER_DUE), now=CLOSES, d=none, released_at=CLOSES) == g
 
 
+def test_the_notice_names_the_release_when_a_check_waits_for_it():
+    v = view(grade_with(), policy(visibility={"default": "after_release"}), now=DUE)
+    assert "2 check(s)" in v.warnings[-1].message and "releases" in v.warnings[-1].message
+
+
+@pytest.mark.parametrize(
+    "minutes, en, zh",
+    [
+        (0.01, "1 min", "1 分鐘"),
+        (59, "59 min", "59 分鐘"),
+        (61, "1 h 1 min", "1 小時 1 分鐘"),
+        (60 * 24 + 60 * 6 + 1, "1 d 6 h 1 min", "1 天 6 小時 1 分鐘"),
+    ],
+)
+def test_lateness_reads_as_days_hours_and_minutes(minutes, en, zh):
+    from grader.service.policy import duration
+
+    assert duration(minutes) == en and duration(minutes).render("zh-TW") == zh
+
+
 def test_a_penalty_lowers_the_score_and_says_so():
     g = grade_with()
     late = lateness(policy(), EX, DUE + timedelta(hours=30), D, 0)
@@ -724,6 +767,10 @@ def test_a_penalty_lowers_the_score_and_says_so():
         and "2 started day(s) late" in note.message
         and "cost 2 of 10" in note.message
     )
+    assert "submitted 1 d 6 h 0 min after the due time" in note.message
+    from grader.locale import render
+
+    assert "遲交扣分 20%" in render(note.message, "zh-TW", note.message_id, note.message_params)
     # never below 0
     poor = g.model_copy(update={"score": 1.0})
     assert view(poor, policy(), now=CLOSES, late=Lateness(3000.0, 5, 0.5)).score == 0.0

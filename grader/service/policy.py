@@ -81,7 +81,8 @@ Fraction = Annotated[float, _between(0, 1)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: TOML has types, so `late_days = true` or `penalty_per_day = "0.1"` is a mistake
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class LatePolicy(_Strict):
@@ -462,11 +463,16 @@ def admit(
 class UploadLike(Protocol):
     """What `counted` reads of an upload (grader.store.queue.Upload has it)."""
 
-    id: int
-    received_at: datetime
-    late_days_spent: int
-    chosen: bool
-    grade: Grade | None
+    @property
+    def id(self) -> int: ...
+    @property
+    def received_at(self) -> datetime: ...
+    @property
+    def late_days_spent(self) -> int: ...
+    @property
+    def chosen(self) -> bool: ...
+    @property
+    def grade(self) -> Grade | None: ...
 
 
 def score_after_penalty(grade: Grade, penalty: float) -> float:
@@ -518,6 +524,36 @@ def shown(
     return released
 
 
+def duration(minutes: float) -> Message:
+    """A lateness as days, hours and minutes (whole minutes, rounded up: a second late is late)."""
+    total = math.ceil(minutes)
+    days, rest = divmod(total, 24 * 60)
+    hours, mins = divmod(rest, 60)
+    if days:
+        return msg("{days} d {hours} h {minutes} min", days=days, hours=hours, minutes=mins)
+    if hours:
+        return msg("{hours} h {minutes} min", hours=hours, minutes=mins)
+    return msg("{minutes} min", minutes=mins)
+
+
+def _hidden_notice(
+    grade: Grade, hidden: set[str], visibility: VisibilityPolicy, deadlines: Deadlines
+) -> Message:
+    """Why some checks show only their title and result, and until when."""
+    count = sum(1 for c in grade.checks if c.id in hidden)
+    if deadlines.due is not None and all(visibility.of(c) == "after_due" for c in hidden):
+        return msg(
+            "{count} check(s) show only their title and result until the due time, {due}; their "
+            "details follow then",
+            count=count,
+            due=utc(deadlines.due),
+        )
+    return msg(
+        "{count} check(s) show only their title and result until the instructor releases their details",
+        count=count,
+    )
+
+
 def visible_view(
     grade: Grade,
     policy: CoursePolicy,
@@ -556,16 +592,17 @@ def visible_view(
         view.diagnosis = [d for d in view.diagnosis if d.check not in hidden]
         view.symptoms = []
         view.output = Printed()
+        view.warnings = [*view.warnings, Note(message=_hidden_notice(grade, hidden, visibility, deadlines))]
     if lateness.penalty > 0:
         score = score_after_penalty(view, lateness.penalty)
         view.warnings = [
             *view.warnings,
             Note(
                 message=msg(
-                    "submitted {minutes} minutes after the due time ({days} started day(s) late "
-                    "after the grace period): the late penalty of {percent}% cost {points} of "
-                    "{max_score} points",
-                    minutes=f"{lateness.minutes:.0f}",
+                    "submitted {late} after the due time ({days} started day(s) late after the "
+                    "grace period): the late penalty of {percent}% cost {points} of {max_score} "
+                    "points",
+                    late=duration(lateness.minutes),
                     days=lateness.days,
                     percent=f"{lateness.penalty * 100:g}",
                     points=f"{view.score - score:g}",
