@@ -556,6 +556,26 @@ def test_not_enough_late_days_spends_nothing():
     assert admit_now(policy(), now, use=False, left=1).admitted
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    minutes=st.integers(min_value=-3000, max_value=7 * 24 * 60),
+    left=st.integers(min_value=0, max_value=10),
+    grace=st.integers(min_value=0, max_value=120),
+)
+def test_spent_late_days_make_the_upload_on_time_and_never_overdraw(minutes, left, grace):
+    p = policy(late=dict(grace_minutes=grace, penalty_per_day=0.1, max_penalty=0.5))
+    now = DUE + minutes * MINUTE
+    a = admit_now(p, now, use=True, left=left)
+    without = lateness(p, EX, now, D, 0)
+    if a.admitted:
+        assert 0 <= a.late_days_spent <= left
+        assert a.late_days_spent == without.days  # whole days, no more than it takes
+        assert lateness(p, EX, now, D, a.late_days_spent).on_time
+    else:
+        assert a.reason == "no-late-days" and a.late_days_spent == 0 and without.days > left
+    assert admit_now(p, now, use=False, left=left).late_days_spent == 0
+
+
 def test_late_days_follow_an_extension():
     ext = {("alice", EX): (DUE + timedelta(days=1), None)}
     assert admit_now(policy(), DUE + timedelta(hours=30), use=True, extensions=ext).late_days_spent == 1
@@ -761,6 +781,7 @@ def test_a_penalty_lowers_the_score_and_says_so():
     v = view(g, policy(), now=CLOSES, late=late)
     assert late.penalty == pytest.approx(0.2)
     assert v.score == pytest.approx(6.0) and g.score == 8.0
+    assert Grade.model_validate_json(v.model_dump_json()) == v
     note = v.warnings[-1]
     assert (
         note.message_id is not None
@@ -831,6 +852,7 @@ def test_visible_view_never_leaks_a_hidden_check(checks, before_due, released):
         assert v == grade
     assert [c.id for c in v.checks] == [c.id for c in grade.checks]
     assert v.score == grade.score
+    assert Grade.model_validate_json(v.model_dump_json()) == v  # what the API sends reads back the same
 
 
 def test_everything_visible_and_on_time_is_the_identity():

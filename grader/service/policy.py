@@ -25,7 +25,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Val
 
 from grader.errors import UsageError, shown_path
 from grader.locale import Message, msg
-from grader.models import Grade, Note, Printed
+from grader.models import CheckResult, Grade, Note, Printed
 
 Visibility = Literal["visible", "after_due", "after_release"]
 Counts = Literal["last-on-time", "best", "chosen"]
@@ -580,10 +580,14 @@ def visible_view(
     view = grade.model_copy(deep=True)
     if hidden:
         view.checks = [
-            c.model_copy(
-                update=dict(
-                    message="", message_id=None, message_params={}, symptoms=[], evidence={}, curve=None
-                )
+            # validated anew (not model_copy): its measured text size must be the new one's
+            CheckResult.model_validate(
+                {
+                    **c.model_dump(),
+                    **dict(
+                        message="", message_id=None, message_params={}, symptoms=[], evidence={}, curve=None
+                    ),
+                }
             )
             if c.id in hidden
             else c
