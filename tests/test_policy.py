@@ -217,6 +217,28 @@ def test_toml_syntax_errors_give_line_and_column(tmp_path):
     assert "not valid TOML" in str(e.value) and "line 2" in str(e.value) and "column" in str(e.value)
 
 
+def test_a_file_that_is_not_utf8_is_a_policy_error(tmp_path):
+    path = tmp_path / "course.toml"
+    path.write_bytes(b"late_days = 2\n# \xff\xfe\n")
+    with pytest.raises(PolicyError, match="not valid TOML"):
+        load_policy(path, IDS)
+
+
+def test_a_naive_time_is_shown_as_written(tmp_path):
+    with pytest.raises(PolicyError) as e:
+        load_policy(write(tmp_path, "[exercises.day45-attention]\ndue = 2026-11-08T23:59:00\n"), IDS)
+    assert "(got 2026-11-08T23:59:00)" in str(e.value)
+
+
+def test_a_flood_of_problems_is_cut(tmp_path):
+    text = "[exercises.day45-attention.visibility.checks]\n"
+    text += "".join(f"c{i} = 'x'\n" for i in range(100))
+    with pytest.raises(PolicyError) as e:
+        load_policy(write(tmp_path, text), IDS)
+    lines = str(e.value).splitlines()
+    assert len(lines) == 21 and lines[-1].endswith("... and 80 more")
+
+
 def test_a_missing_file_is_a_policy_error(tmp_path):
     with pytest.raises(PolicyError, match="cannot be read"):
         load_policy(tmp_path / "nope.toml", IDS)

@@ -17,7 +17,7 @@ import math
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
@@ -32,6 +32,7 @@ Counts = Literal["last-on-time", "best", "chosen"]
 Extensions = Mapping[tuple[str, str], tuple[datetime, "datetime | None"]]
 
 DAY = timedelta(days=1)
+SHOWN_PROBLEMS = 20  # of a malformed course.toml, at once: enough to fix, not a flood
 
 
 class PolicyError(UsageError):
@@ -176,12 +177,18 @@ def load_policy(path: Path | None, exercises: Iterable[str]) -> CoursePolicy:
             data = tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:  # its text gives the line and column
         raise PolicyError(f"{shown}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"{shown}: not valid TOML: not UTF-8 at byte {exc.start}") from None
     except OSError as exc:
         raise PolicyError(f"{shown}: cannot be read: {exc.strerror or exc}") from None
     try:
         policy = CoursePolicy.model_validate(data)
     except ValidationError as exc:
-        raise PolicyError("\n".join(f"{shown}: {p}" for p in _problems(exc))) from None
+        problems = _problems(exc)
+        if len(problems) > SHOWN_PROBLEMS:
+            more = len(problems) - SHOWN_PROBLEMS
+            problems = [*problems[:SHOWN_PROBLEMS], f"... and {more} more"]
+        raise PolicyError("\n".join(f"{shown}: {p}" for p in problems)) from None
     valid = sorted(set(exercises))
     known = ", ".join(valid) or "(none)"
     unknown = [f"exercises.{e}" for e in policy.exercises if e not in valid] + [
@@ -236,7 +243,10 @@ def _problems(error: ValidationError) -> list[str]:
             if e["type"] == "literal_error":
                 text = f"must be one of {e['ctx']['expected']}"
             got = e.get("input")
-            shown = "" if isinstance(got, dict) else f" (got {got!r})"
+            if isinstance(got, (datetime, date)):
+                shown = f" (got {got.isoformat()})"
+            else:
+                shown = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
             problems.append(f"{where}: {text}{shown}"[:500])
     return problems
 
