@@ -354,19 +354,34 @@ def _bucket(rate: RatePolicy, past: Sequence[PastUpload]) -> datetime | None:
 
 
 def tokens_left(
-    policy: CoursePolicy, exercise: str, learner: str, now: datetime, past: Sequence[PastUpload]
+    policy: CoursePolicy,
+    exercise: str,
+    learner: str,
+    now: datetime,
+    past: Sequence[PastUpload],
+    *,
+    due: datetime | None = None,
 ) -> tuple[int | None, datetime | None]:
-    """The submissions the bucket allows now and when the next token comes (None: the bucket is
-    full). (None, None): the exercise has no rate limit. The deadline grant (see `admit`) is not
-    counted here."""
+    """The submissions the bucket allows now and when the next one is possible (None: the bucket
+    is full). (None, None): the exercise has no rate limit. Given the learner's `due`
+    (`deadlines(...).due`), the deadline grant of `admit` is counted too: an empty bucket inside
+    it has one submission left, and one outside it has its next at the grant's start when that
+    comes before the next token, so this says what `admit` will do."""
     rate = policy.exercise(exercise).rate
     if rate is None:
         return None, None
     tat = _bucket(rate, past)
     if tat is None or now >= tat:
         return rate.capacity, None
-    n = rate.capacity - math.ceil((tat - now) / rate.interval)  # ceil: a token not yet whole is none
-    return max(n, 0), tat - (rate.capacity - n - 1) * rate.interval
+    # ceil: a token not yet whole is none; after a deadline grant the bucket may owe more than one
+    n = max(rate.capacity - math.ceil((tat - now) / rate.interval), 0)
+    nxt = tat - (rate.capacity - n - 1) * rate.interval
+    if n == 0 and due is not None:
+        if _granted(rate, due, now, past):
+            return 1, nxt
+        if now < due - rate.interval < nxt:
+            return 0, due - rate.interval
+    return n, nxt
 
 
 def _next_token(rate: RatePolicy, past: Sequence[PastUpload]) -> datetime | None:
