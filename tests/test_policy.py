@@ -776,6 +776,15 @@ def test_before_due_an_after_due_check_shows_title_rule_and_pass_fail_only():
     assert g == grade_with()  # the stored grade is untouched
 
 
+def test_a_diagnosis_naming_no_check_goes_while_any_check_is_hidden():
+    g = grade_with()
+    g = g.model_copy(
+        update={"diagnosis": [*g.diagnosis, Diagnosis(rule="causal-mask", day=44, message=SECRET)]}
+    )
+    assert SECRET not in view(g, policy(visibility=AFTER_DUE), now=DUE - SECOND).model_dump_json()
+    assert view(g, policy(visibility=AFTER_DUE), now=DUE) == g
+
+
 def test_at_due_an_after_due_check_shows_everything():
     g = grade_with()
     assert view(g, policy(visibility=AFTER_DUE), now=DUE) == g

@@ -593,9 +593,10 @@ def visible_view(
 
     A check whose visibility has not applied yet keeps id, title, title_i18n, rule, day, passed,
     points and max_points, and loses its message, symptoms, evidence and curve; the diagnoses of
-    it go; while any check is hidden the grade's own symptoms and the printed output go too (they
-    may tell what a hidden check found). A late penalty lowers the score (never below 0) and adds
-    a warning saying how late and what it cost."""
+    it go; while any check is hidden the grade's own symptoms, the diagnoses that name no check and
+    the printed output go too (they may tell what a hidden check found), and a warning says why.
+    A late penalty lowers the score (never below 0) and adds a warning saying how late and what it
+    cost."""
     visibility = policy.exercise(exercise).visibility
     hidden = {
         c.id
@@ -618,7 +619,8 @@ def visible_view(
             else c
             for c in view.checks
         ]
-        view.diagnosis = [d for d in view.diagnosis if d.check not in hidden]
+        # a diagnosis naming no check could be of a hidden one: it goes too, as the symptoms do
+        view.diagnosis = [d for d in view.diagnosis if d.check is not None and d.check not in hidden]
         view.symptoms = []
         view.output = Printed()
         view.warnings = [*view.warnings, Note(message=_hidden_notice(grade, hidden, visibility, deadlines))]
