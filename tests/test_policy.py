@@ -467,6 +467,10 @@ def test_the_deadline_grant_never_locks_out_just_before_due():
     again = admit_now(p, DUE - 20 * MINUTE, [*past, PastUpload(DUE - 30 * MINUTE)])
     assert not again.admitted and again.reason == "rate-limited"
     assert again.retry_at == DUE + 59 * MINUTE  # the grant took a token: the bucket is behind
+    after = [*past, PastUpload(DUE - 30 * MINUTE)]
+    assert tokens_left(p, EX, "alice", DUE - 20 * MINUTE, after) == (0, DUE + 59 * MINUTE)
+    assert tokens_left(p, EX, "alice", DUE - 20 * MINUTE, after, due=DUE) == (0, DUE + 59 * MINUTE)
+    assert tokens_left(p, EX, "alice", DUE - 30 * MINUTE, past, due=DUE) == (1, DUE - MINUTE)
 
 
 def test_the_grant_is_spent_by_any_upload_in_the_last_interval():
@@ -549,6 +553,28 @@ def test_retry_at_is_when_the_next_submission_is_taken(gaps, capacity, refill):
             past = [PastUpload(t) for t in admitted]
             assert not admit_now(p, a.retry_at - SECOND, past).admitted
             assert admit_now(p, a.retry_at, past).admitted
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    gaps=st.lists(st.integers(min_value=0, max_value=240), min_size=1, max_size=20),
+    capacity=st.integers(min_value=1, max_value=4),
+    refill=st.integers(min_value=1, max_value=120),
+    start=st.integers(min_value=-600, max_value=0),
+)
+def test_tokens_left_says_what_admit_will_do(gaps, capacity, refill, start):
+    p = policy(rate=dict(capacity=capacity, refill_minutes=refill), closes=None)
+    now, admitted = DUE + start * MINUTE, []
+    for gap in gaps:
+        now += gap * MINUTE
+        past = [PastUpload(t) for t in admitted]
+        left, nxt = tokens_left(p, EX, "alice", now, past, due=DUE)
+        a = admit_now(p, now, past)
+        assert a.admitted == (left > 0)
+        if not a.admitted:
+            assert nxt == a.retry_at
+        else:
+            admitted.append(now)
 
 
 # -- late days ----------------------------------------------------------------------------------------
@@ -748,6 +774,15 @@ def test_before_due_an_after_due_check_shows_title_rule_and_pass_fail_only():
     assert "until the due time, 2026-11-08T15:59:00Z" in notice.message and notice.message_id
     assert not g.warnings
     assert g == grade_with()  # the stored grade is untouched
+
+
+def test_a_diagnosis_naming_no_check_goes_while_any_check_is_hidden():
+    g = grade_with()
+    g = g.model_copy(
+        update={"diagnosis": [*g.diagnosis, Diagnosis(rule="causal-mask", day=44, message=SECRET)]}
+    )
+    assert SECRET not in view(g, policy(visibility=AFTER_DUE), now=DUE - SECOND).model_dump_json()
+    assert view(g, policy(visibility=AFTER_DUE), now=DUE) == g
 
 
 def test_at_due_an_after_due_check_shows_everything():

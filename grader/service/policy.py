@@ -354,19 +354,34 @@ def _bucket(rate: RatePolicy, past: Sequence[PastUpload]) -> datetime | None:
 
 
 def tokens_left(
-    policy: CoursePolicy, exercise: str, learner: str, now: datetime, past: Sequence[PastUpload]
+    policy: CoursePolicy,
+    exercise: str,
+    learner: str,
+    now: datetime,
+    past: Sequence[PastUpload],
+    *,
+    due: datetime | None = None,
 ) -> tuple[int | None, datetime | None]:
-    """The submissions the bucket allows now and when the next token comes (None: the bucket is
-    full). (None, None): the exercise has no rate limit. The deadline grant (see `admit`) is not
-    counted here."""
+    """The submissions the bucket allows now and when the next one is possible (None: the bucket
+    is full). (None, None): the exercise has no rate limit. Given the learner's `due`
+    (`deadlines(...).due`), the deadline grant of `admit` is counted too: an empty bucket inside
+    it has one submission left, and one outside it has its next at the grant's start when that
+    comes before the next token, so this says what `admit` will do."""
     rate = policy.exercise(exercise).rate
     if rate is None:
         return None, None
     tat = _bucket(rate, past)
     if tat is None or now >= tat:
         return rate.capacity, None
-    n = rate.capacity - math.ceil((tat - now) / rate.interval)  # ceil: a token not yet whole is none
-    return max(n, 0), tat - (rate.capacity - n - 1) * rate.interval
+    # ceil: a token not yet whole is none; after a deadline grant the bucket may owe more than one
+    n = max(rate.capacity - math.ceil((tat - now) / rate.interval), 0)
+    nxt = tat - (rate.capacity - n - 1) * rate.interval
+    if n == 0 and due is not None:
+        if _granted(rate, due, now, past):
+            return 1, nxt
+        if now < due - rate.interval < nxt:
+            return 0, due - rate.interval
+    return n, nxt
 
 
 def _next_token(rate: RatePolicy, past: Sequence[PastUpload]) -> datetime | None:
@@ -578,9 +593,10 @@ def visible_view(
 
     A check whose visibility has not applied yet keeps id, title, title_i18n, rule, day, passed,
     points and max_points, and loses its message, symptoms, evidence and curve; the diagnoses of
-    it go; while any check is hidden the grade's own symptoms and the printed output go too (they
-    may tell what a hidden check found). A late penalty lowers the score (never below 0) and adds
-    a warning saying how late and what it cost."""
+    it go; while any check is hidden the grade's own symptoms, the diagnoses that name no check and
+    the printed output go too (they may tell what a hidden check found), and a warning says why.
+    A late penalty lowers the score (never below 0) and adds a warning saying how late and what it
+    cost."""
     visibility = policy.exercise(exercise).visibility
     hidden = {
         c.id
@@ -603,7 +619,8 @@ def visible_view(
             else c
             for c in view.checks
         ]
-        view.diagnosis = [d for d in view.diagnosis if d.check not in hidden]
+        # a diagnosis naming no check could be of a hidden one: it goes too, as the symptoms do
+        view.diagnosis = [d for d in view.diagnosis if d.check is not None and d.check not in hidden]
         view.symptoms = []
         view.output = Printed()
         view.warnings = [*view.warnings, Note(message=_hidden_notice(grade, hidden, visibility, deadlines))]
