@@ -349,7 +349,9 @@ def create_app(service: Service) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, http_error_response)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, server_error_response)
     app.include_router(api_router())
-    # TODO(PAGES): app.include_router(grader.service.pages.router) once branch `pages` is merged
+    from grader.service.pages import router as pages_router  # jinja2 and the report templates
+
+    app.include_router(pages_router)
     app.add_middleware(BodyLimit)
     return app
 
