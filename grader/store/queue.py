@@ -32,7 +32,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from grader.limits import JOB_ATTEMPTS, LEASE_SECONDS, QUEUE_DEPTH, QUEUE_RETRY_SECONDS
+from grader.limits import IDEMPOTENCY_KEY_CHARS, JOB_ATTEMPTS, LEASE_SECONDS, QUEUE_DEPTH, QUEUE_RETRY_SECONDS
 from grader.models import Grade
 from grader.store.gradebook import Gradebook, Incoming, Outcome, learner_row, store_run, store_submissions
 from grader.store.schema import (
@@ -52,7 +52,7 @@ from grader.store.schema import (
 
 # what a learner sees of a job's status
 UPLOAD_STATUS = {"queued": "queued", "running": "grading", "done": "graded", "dead": "failed"}
-SUBMIT_TRIES = 3  # a submit that met another writer's new row (same learner, files or key) again
+WRITE_TRIES = 3  # a write that met another writer's new row (same learner, files, key or attempt): again
 
 
 class QueueFull(Exception):
@@ -100,6 +100,11 @@ class Lease:
     exercise: str
     version: str
     files: dict[str, bytes]
+
+
+def valid_key(key: str) -> bool:
+    """An idempotency key is stored and looked up as it is: printable ASCII, no spaces."""
+    return 0 < len(key) <= IDEMPOTENCY_KEY_CHARS and all("!" <= ch <= "~" for ch in key)
 
 
 def make_owner() -> str:
@@ -160,9 +165,14 @@ class Queue:
 
         The same learner and idempotency key again: the upload made then, `created=False`, and
         nothing new. When (submission, version) already has a final grade the job is done at once
-        with it (no regrade). A full queue (max_depth jobs queued) raises QueueFull, storing nothing."""
+        with it (no regrade). A full queue (max_depth jobs queued) raises QueueFull, storing nothing;
+        a key that is not 1 to IDEMPOTENCY_KEY_CHARS printable ASCII characters, a ValueError."""
+        if idempotency_key is not None and not valid_key(idempotency_key):
+            raise ValueError(
+                f"an idempotency key is 1 to {IDEMPOTENCY_KEY_CHARS} printable ASCII characters, no spaces"
+            )
         incoming = dataclasses.replace(incoming, learner=learner)
-        for attempt in range(SUBMIT_TRIES):
+        for attempt in range(WRITE_TRIES):
             try:
                 with self._writing() as s:
                     upload_id, created = self._submit_in(
@@ -180,7 +190,7 @@ class Queue:
                     s.commit()
                 break
             except IntegrityError:  # a concurrent writer made the same learner, submission or key
-                if attempt == SUBMIT_TRIES - 1:
+                if attempt == WRITE_TRIES - 1:
                     raise
         made = self.upload(upload_id)
         assert made is not None  # committed above
@@ -368,7 +378,7 @@ class Queue:
         When another job of the same files graded them first, this job is done with that run."""
         if outcome.status not in FINAL_STATUSES:
             raise ValueError(f"complete() takes a final outcome, not {outcome.status!r}: call fail()")
-        for attempt in range(SUBMIT_TRIES):
+        for attempt in range(WRITE_TRIES):
             try:
                 with self._writing() as s:
                     now = utcnow()
@@ -396,7 +406,7 @@ class Queue:
                     s.commit()
                     return run_id
             except IntegrityError:  # `grader batch` wrote the same attempt meanwhile: count again
-                if attempt == SUBMIT_TRIES - 1:
+                if attempt == WRITE_TRIES - 1:
                     raise
         return None  # not reached
 
