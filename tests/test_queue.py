@@ -73,6 +73,7 @@ def test_submit_stores_submission_upload_and_job_and_a_lease_carries_the_files(b
     assert (up.learner, up.exercise, up.status, up.created, up.grade) == \
         ("alice", EXERCISE, "queued", True, None)
     assert up.files == {"attention.py": 6} and up.received_at == datetime(2026, 11, 5, tzinfo=UTC)
+    assert q.upload(up.id) == up                         # what submit answers is what is stored
     stats = q.stats()
     assert stats["queued"] == 1 and datetime.fromisoformat(stats["oldest_queued_at"]).tzinfo is not None
     (lease,) = q.lease(5)
@@ -135,6 +136,7 @@ def test_the_same_files_twice_are_one_submission_two_uploads_the_second_done_at_
     second = q.submit("alice", EXERCISE, version, files(1))
     assert second.id != first.id and second.submission_id == first.submission_id
     assert second.status == "graded" and second.run_id == run_id and second.grade is not None
+    assert q.upload(second.id) == second
     assert q.lease() == [] and count(book, GradeRun) == 1 and count(book, Submission) == 1
 
 

@@ -26,7 +26,7 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -175,7 +175,7 @@ class Queue:
         for attempt in range(WRITE_TRIES):
             try:
                 with self._writing() as s:
-                    upload_id, created = self._submit_in(
+                    upload_id, made = self._submit_in(
                         s,
                         learner,
                         exercise,
@@ -192,10 +192,12 @@ class Queue:
             except IntegrityError:  # a concurrent writer made the same learner, submission or key
                 if attempt == WRITE_TRIES - 1:
                     raise
-        made = self.upload(upload_id)
-        assert made is not None  # committed above
-        made.created = created
-        return made
+        if made is not None:
+            return made
+        replay = self.upload(upload_id)
+        assert replay is not None  # committed before
+        replay.created = False
+        return replay
 
     def _submit_in(
         self,
@@ -210,7 +212,9 @@ class Queue:
         use_late_day: bool,
         late_days_spent: int,
         max_depth: int,
-    ) -> tuple[int, bool]:
+    ) -> tuple[int, Upload | None]:
+        """The new upload's id and the Upload (built from what was just written, not read back),
+        or a replay's id and None."""
         if idempotency_key is not None:
             replay = s.scalar(
                 select(UploadRow.id)
@@ -218,7 +222,7 @@ class Queue:
                 .where(Learner.key == learner, UploadRow.idempotency_key == idempotency_key)
             )
             if replay is not None:
-                return replay, False
+                return replay, None
         depth = s.scalar(select(func.count()).select_from(Job).where(Job.status == "queued")) or 0
         if depth >= max_depth:
             raise QueueFull(depth)
@@ -259,7 +263,26 @@ class Queue:
                 )
             )
         s.flush()
-        return row.id, True
+        run = None if final is None else s.get(GradeRun, final)
+        return row.id, Upload(
+            id=row.id,
+            learner=learner,
+            exercise=exercise,
+            submission_id=sub.id,
+            version_id=version_id,
+            digest=sub.digest,
+            files={name: len(data) for name, data in sorted(incoming.files.items())},
+            received_at=received_at.replace(tzinfo=UTC)
+            if received_at.tzinfo is None
+            else received_at.astimezone(UTC),
+            use_late_day=use_late_day,
+            late_days_spent=late_days_spent,
+            chosen=False,
+            refunded=False,
+            status="queued" if run is None else "graded",
+            run_id=final,
+            grade=None if run is None else Gradebook.to_grade(run),
+        )
 
     @staticmethod
     def _final_run_id(s: Session, submission_id: int, version_id: int) -> int | None:
