@@ -146,6 +146,12 @@ class Queue:
                 s.connection().exec_driver_sql("BEGIN IMMEDIATE")
             yield s
 
+    def _any(self, *where) -> bool:
+        """Whether a job matches, read without the write lock: a dispatcher polls lease() and
+        expire() on every wake-up, and an idle poll must not queue behind (or block) a submit."""
+        with self.gradebook.sessions() as s:
+            return s.scalar(select(Job.id).where(*where).limit(1)) is not None
+
     # -- submitting
 
     def submit(
@@ -300,6 +306,8 @@ class Queue:
         """Take up to `limit` queued jobs, oldest first: each gets attempts + 1 and a new token."""
         now = utcnow()
         expires = now + timedelta(seconds=self.lease_seconds)
+        if limit < 1 or not self._any(Job.status == "queued"):
+            return []
         with self._writing() as s:
             jobs = list(
                 s.scalars(
@@ -471,6 +479,8 @@ class Queue:
         """Jobs whose lease ran out (their process hung or died elsewhere): queued again, or dead
         at JOB_ATTEMPTS (the lost attempt counts). How many."""
         now = utcnow()
+        if not self._any(Job.status == "running", Job.lease_expires_at < now):
+            return 0
         with self._writing() as s:
             jobs = list(
                 s.scalars(
