@@ -916,3 +916,14 @@ def test_everything_visible_and_on_time_is_the_identity():
     g = grade_with()
     assert view(g, policy(), now=DUE - timedelta(days=3)) == g
     assert view(g, load_policy(None, IDS), now=DUE) == g
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "html", "markdown"])
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_no_report_of_the_view_contains_what_a_hidden_check_found(fmt, lang):
+    from reports import render
+
+    v = view(grade_with(), policy(visibility=AFTER_DUE), now=DUE - SECOND)
+    out = render(v, fmt, lang=lang)
+    assert SECRET not in out
+    assert "softmax" in out  # the visible check is still there
