@@ -174,6 +174,13 @@ def test_dates_out_of_order_are_refused(tmp_path, dates):
         load_policy(write(tmp_path, f"[exercises.day45-attention]\n{dates}\n"), IDS)
 
 
+def test_an_extensions_learner_may_be_a_number(tmp_path):
+    text = "[[extensions]]\nlearner = 12345\nexercise = 'day45-attention'\ndue = 2026-11-09T00:00:00Z\n"
+    p = load_policy(write(tmp_path, text), IDS)
+    assert p.extensions[0].learner == "12345"
+    assert deadlines(p, EX, "12345", {}).due == datetime(2026, 11, 9, tzinfo=UTC)
+
+
 def test_an_extension_closing_before_its_due_is_refused(tmp_path):
     text = (
         "[[extensions]]\nlearner='a'\nexercise='day45-attention'\n"
