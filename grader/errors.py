@@ -13,6 +13,8 @@
     │   │   ├── BatchError          a batch cannot run: SOURCE, gradebook, scheduler, the jail
     │   │   ├── store.StoreError    the gradebook cannot be opened or used (also a RuntimeError)
     │   │   │   └── store.migrate.SchemaError   its schema is newer than this grader
+    │   │   ├── service.policy.PolicyError  course.toml is malformed; names the file and the
+    │   │   │                       field path (exercises.day45-attention.due: ...)
     │   │   ├── service.roster.RosterError  a roster CSV that cannot be read (file, row, column)
     │   │   └── JailUnsound         the jail failed a canary attack: grading must not start
     │   ├── InvalidSubmission       the submission can be read but not graded as it is (a missing

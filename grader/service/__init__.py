@@ -1,1 +1,1 @@
-"""The grading server: its HTTP API, its pages, and what they share (DESIGN.md, principle 7)."""
+"""The grading server: HTTP API, auth, course policy, job leasing (no learner code here)."""
