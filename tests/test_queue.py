@@ -186,6 +186,16 @@ def q_status(book, job_id) -> str:
         return s.scalar(select(Job.status).where(Job.id == job_id))
 
 
+def test_a_heartbeat_keeps_a_lease_from_expiring(book, version):
+    q = Queue(book, "test:1:a", lease_seconds=-1)
+    q.submit("alice", EXERCISE, version, files(1))
+    (lease,) = q.lease()
+    renewing = Queue(book, "test:1:a")                   # the same owner, renewing for LEASE_SECONDS
+    assert renewing.heartbeat([lease]) == []
+    assert q.expire() == 0 and q_status(book, lease.job_id) == "running"
+    assert renewing.complete(lease, graded()) is not None
+
+
 def test_job_attempts_failures_make_a_dead_letter_refunded_and_retry_brings_it_back(book, version):
     q = Queue(book, "test:1:a")
     up = q.submit("alice", EXERCISE, version, files(1), use_late_day=True, late_days_spent=1)
