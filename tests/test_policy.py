@@ -174,6 +174,13 @@ def test_dates_out_of_order_are_refused(tmp_path, dates):
         load_policy(write(tmp_path, f"[exercises.day45-attention]\n{dates}\n"), IDS)
 
 
+def test_an_extensions_learner_may_be_a_number(tmp_path):
+    text = "[[extensions]]\nlearner = 12345\nexercise = 'day45-attention'\ndue = 2026-11-09T00:00:00Z\n"
+    p = load_policy(write(tmp_path, text), IDS)
+    assert p.extensions[0].learner == "12345"
+    assert deadlines(p, EX, "12345", {}).due == datetime(2026, 11, 9, tzinfo=UTC)
+
+
 def test_an_extension_closing_before_its_due_is_refused(tmp_path):
     text = (
         "[[extensions]]\nlearner='a'\nexercise='day45-attention'\n"
@@ -916,3 +923,14 @@ def test_everything_visible_and_on_time_is_the_identity():
     g = grade_with()
     assert view(g, policy(), now=DUE - timedelta(days=3)) == g
     assert view(g, load_policy(None, IDS), now=DUE) == g
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "html", "markdown"])
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_no_report_of_the_view_contains_what_a_hidden_check_found(fmt, lang):
+    from reports import render
+
+    v = view(grade_with(), policy(visibility=AFTER_DUE), now=DUE - SECOND)
+    out = render(v, fmt, lang=lang)
+    assert SECRET not in out
+    assert "softmax" in out  # the visible check is still there

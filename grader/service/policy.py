@@ -77,7 +77,13 @@ def _at_least(low: float, strictly: bool = False):
     return AfterValidator(check)
 
 
+def _learner_id(value: Any) -> Any:
+    """A Canvas or Moodle id is a number: written unquoted, it is still that learner's id."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 Time = Annotated[datetime, BeforeValidator(_aware)]
+LearnerId = Annotated[str, BeforeValidator(_learner_id)]
 Fraction = Annotated[float, _between(0, 1)]
 
 
@@ -143,7 +149,7 @@ class ExercisePolicy(_Strict):
 class Extension(_Strict):
     """One learner's own dates for one exercise (course.toml `[[extensions]]`)."""
 
-    learner: str
+    learner: LearnerId
     exercise: str
     due: Time
     closes: Time | None = None
