@@ -91,6 +91,7 @@ def serve(db, host, port, workers, scheduler, course, tls_cert, tls_key, allow_p
             "address; give --tls-cert and --tls-key, or --allow-plain-http behind a TLS reverse proxy"
         )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # "Context impl SQLiteImpl." at every start
     try:
         service = Service.open(db, course)
     except StoreError as exc:

@@ -34,6 +34,7 @@ from grader.errors import Refused
 from grader.limits import LEARNER_ID_CHARS, REQUEST_BYTES, SHORT_CHARS, UPLOAD_BYTES
 from grader.locale import msg, normalize_lang
 from grader.service.service import INSTRUCTOR, Service, forbidden, not_found, too_large
+from grader.store.accounts import Account
 
 log = logging.getLogger("grader.service")
 
@@ -168,7 +169,11 @@ class BodyLimit:
         request = Request(scope)
         response = error_response(413, "too-large", too_large(cap).render(request_lang(request)), "body")
         response.headers["Connection"] = "close"
-        await response(scope, None, send)
+        await response(scope, _no_body, send)
+
+
+async def _no_body():  # a response that is sent never reads the request
+    return {"type": "http.disconnect"}
 
 
 # -- auth -----------------------------------------------------------------------------------------
@@ -178,7 +183,7 @@ def _service(request: Request) -> Service:
     return request.app.state.service
 
 
-def account(request: Request):
+def account(request: Request) -> Account:
     """The caller's Account from `Authorization: Bearer TOKEN`; 401 for none, unknown or revoked."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     found = _service(request).authenticate(token.strip()) if scheme.lower() == "bearer" else None
@@ -191,15 +196,14 @@ def account(request: Request):
     return found
 
 
-def instructor(caller: Annotated[object, Depends(account)]):
+def instructor(caller: Annotated[Account, Depends(account)]) -> Account:
     if caller.role != INSTRUCTOR:
         raise forbidden()
     return caller
 
 
-Caller = Annotated[object, Depends(account)]  # any valid token
-Staff = Annotated[object, Depends(instructor)]
-ExerciseId = Annotated[str, Query(max_length=SHORT_CHARS)]
+Caller = Annotated[Account, Depends(account)]  # any valid token
+Staff = Annotated[Account, Depends(instructor)]
 
 
 class ExtensionIn(BaseModel):
