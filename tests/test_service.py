@@ -564,7 +564,7 @@ def test_kill_9_with_jobs_queued_and_running_then_a_restart_grades_each_exactly_
     db = str(tmp_path / "kill.db")
     with Gradebook(db) as gb:
         token = issue_token(gb, "kim")
-    n = 6
+    n = 4
     solution = (ROOT / "exercises" / "day49-data" / "solution" / "data.py").read_bytes()
     server = Server(tmp_path, db, exercises).start()
     try:
