@@ -13,6 +13,8 @@
     │   │   ├── BatchError          a batch cannot run: SOURCE, gradebook, scheduler, the jail
     │   │   ├── store.StoreError    the gradebook cannot be opened or used (also a RuntimeError)
     │   │   │   └── store.migrate.SchemaError   its schema is newer than this grader
+    │   │   ├── service.policy.PolicyError  course.toml is malformed; names the file and the
+    │   │   │                       field path (exercises.day45-attention.due: ...)
     │   │   └── JailUnsound         the jail failed a canary attack: grading must not start
     │   ├── InvalidSubmission       the submission can be read but not graded as it is (a missing
     │   │                           file or name, a syntax error): it fails, kind
@@ -23,8 +25,10 @@
     │   │   ├── JailCrash           kind "crash": died, exited, broke the protocol
     │   │   └── JailSandbox         kind "sandbox": a forbidden system call, or no jail at all
     │   ├── LearnerError            the learner's code raised; its type and message, as data
-    │   └── ZygoteError             the zygote (the warm process forking jails) could not start or
-    │                               stopped answering
+    │   ├── ZygoteError             the zygote (the warm process forking jails) could not start or
+    │   │                           stopped answering
+    │   └── Refused                 the grading server refuses a request: its HTTP status, error
+    │                               code, the field at fault and when to retry (grader/service)
     │
     │   Not under GraderError:
     ├── AssertionError
@@ -185,6 +189,20 @@ def jail_name(value) -> str:
 # -- the grader's own machinery ---------------------------------------------------------------
 class ZygoteError(GraderError):
     """The zygote could not start or stopped answering."""
+
+
+# -- the grading server ----------------------------------------------------------------------
+class Refused(GraderError):
+    """A request the grading server refuses (grader/service): the HTTP `status`, the API's error
+    `code` (`not-found`, `rate-limited`, ...), the `field` at fault, and `retry_after` seconds
+    when a retry will be accepted. `message` is a Message: the learner reads it in their language."""
+
+    def __init__(
+        self, status: int, code: str, message, field: str | None = None, retry_after: int | None = None
+    ):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.field, self.retry_after = field, retry_after
 
 
 # -- how a course file's problems are named ---------------------------------------------------

@@ -335,7 +335,7 @@ ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
 DIRECTORY_HEADER = struct.Struct("<4s4B4HL2L5H2L")  # one central directory entry, 46 bytes
 
 
-def _check_directory(fh, label: str) -> None:
+def _check_directory(fh, label: str, max_members: int = MAX_ARCHIVE_MEMBERS) -> None:
     """Refuse an archive on its End Of Central Directory record and its directory's entry count,
     walked with struct as zipfile would walk it, before zipfile builds an object for any entry."""
 
@@ -363,8 +363,8 @@ def _check_directory(fh, label: str) -> None:
                 fields = ZIP64_EOCD.unpack(record)
                 entries, directory_size = fields[7], fields[8]
                 record_at -= ZIP64_LOCATOR.size + ZIP64_EOCD.size
-    if entries > MAX_ARCHIVE_MEMBERS:
-        refuse(_too_many(label, entries))
+    if entries > max_members:
+        refuse(_too_many(label, entries, max_members))
     if directory_size > MAX_DIRECTORY_BYTES:
         refuse(
             msg(
@@ -384,22 +384,24 @@ def _check_directory(fh, label: str) -> None:
         if header[0] != b"PK\x01\x02":
             break  # zipfile stops here too (and says why)
         count += 1
-        if count > MAX_ARCHIVE_MEMBERS:
-            refuse(_too_many(label, f"more than {count - 1}"))
+        if count > max_members:
+            refuse(_too_many(label, f"more than {count - 1}", max_members))
         pos += DIRECTORY_HEADER.size + header[12] + header[13] + header[14]
 
 
-def _too_many(label: str, count) -> Message:
+def _too_many(label: str, count, limit: int) -> Message:
     return msg(
-        "{label}: {count} members, more than the {limit} allowed",
-        label=label,
-        count=count,
-        limit=MAX_ARCHIVE_MEMBERS,
+        "{label}: {count} members, more than the {limit} allowed", label=label, count=count, limit=limit
     )
 
 
 def read_zip(
-    data_or_path, exercise: Exercise, *, max_total: int | None = None, label: str = "SOURCE"
+    data_or_path,
+    exercise: Exercise,
+    *,
+    max_total: int | None = None,
+    max_members: int = MAX_ARCHIVE_MEMBERS,
+    label: str = "SOURCE",
 ) -> Tree:
     """A zip archive as a Tree, read in memory. Raises SourceError for an archive that is unsafe
     or unreadable as a whole (a damaged directory, traversal, too many members, too big); a member
@@ -409,7 +411,7 @@ def read_zip(
     max_total = MAX_ARCHIVE_BYTES if max_total is None else max_total
     fh = io.BytesIO(data_or_path) if isinstance(data_or_path, bytes) else open(data_or_path, "rb")  # noqa: SIM115
     with fh:
-        _check_directory(fh, label)
+        _check_directory(fh, label, max_members)
         budget = min(max_total, INFLATION_CHECKED_ABOVE + MAX_RATIO * fh.seek(0, os.SEEK_END))
         fh.seek(0)
         try:
