@@ -174,6 +174,13 @@ def test_dates_out_of_order_are_refused(tmp_path, dates):
         load_policy(write(tmp_path, f"[exercises.day45-attention]\n{dates}\n"), IDS)
 
 
+def test_an_extensions_learner_may_be_a_number(tmp_path):
+    text = "[[extensions]]\nlearner = 12345\nexercise = 'day45-attention'\ndue = 2026-11-09T00:00:00Z\n"
+    p = load_policy(write(tmp_path, text), IDS)
+    assert p.extensions[0].learner == "12345"
+    assert deadlines(p, EX, "12345", {}).due == datetime(2026, 11, 9, tzinfo=UTC)
+
+
 def test_an_extension_closing_before_its_due_is_refused(tmp_path):
     text = (
         "[[extensions]]\nlearner='a'\nexercise='day45-attention'\n"
@@ -217,6 +224,28 @@ def test_toml_syntax_errors_give_line_and_column(tmp_path):
     assert "not valid TOML" in str(e.value) and "line 2" in str(e.value) and "column" in str(e.value)
 
 
+def test_a_file_that_is_not_utf8_is_a_policy_error(tmp_path):
+    path = tmp_path / "course.toml"
+    path.write_bytes(b"late_days = 2\n# \xff\xfe\n")
+    with pytest.raises(PolicyError, match="not valid TOML"):
+        load_policy(path, IDS)
+
+
+def test_a_naive_time_is_shown_as_written(tmp_path):
+    with pytest.raises(PolicyError) as e:
+        load_policy(write(tmp_path, "[exercises.day45-attention]\ndue = 2026-11-08T23:59:00\n"), IDS)
+    assert "(got 2026-11-08T23:59:00)" in str(e.value)
+
+
+def test_a_flood_of_problems_is_cut(tmp_path):
+    text = "[exercises.day45-attention.visibility.checks]\n"
+    text += "".join(f"c{i} = 'x'\n" for i in range(100))
+    with pytest.raises(PolicyError) as e:
+        load_policy(write(tmp_path, text), IDS)
+    lines = str(e.value).splitlines()
+    assert len(lines) == 21 and lines[-1].endswith("... and 80 more")
+
+
 def test_a_missing_file_is_a_policy_error(tmp_path):
     with pytest.raises(PolicyError, match="cannot be read"):
         load_policy(tmp_path / "nope.toml", IDS)
@@ -245,6 +274,26 @@ def test_late_policy_bounds(tmp_path, late, bad):
 def test_rate_policy_bounds(tmp_path, rate, bad):
     with pytest.raises(PolicyError, match=bad):
         load_policy(write(tmp_path, f"[exercises.day45-attention]\nrate = {rate}\n"), IDS)
+
+
+@pytest.mark.parametrize(
+    "text, bad",
+    [
+        ("late_days = true\n", "late_days: Input should be a valid integer"),
+        (
+            "[exercises.day45-attention]\nlate = { penalty_per_day = '0.1' }\n",
+            "penalty_per_day: Input should be",
+        ),
+        (
+            "[exercises.day45-attention]\nrate = { capacity = 2.5, refill_minutes = 60 }\n",
+            "capacity: Input should be",
+        ),
+        ("exercises = 3\n", "exercises: Input should be a valid dictionary"),
+    ],
+)
+def test_values_of_the_wrong_type_are_refused_not_converted(tmp_path, text, bad):
+    with pytest.raises(PolicyError, match=bad):
+        load_policy(write(tmp_path, text), IDS)
 
 
 def test_every_problem_is_named_at_once(tmp_path):
@@ -425,6 +474,10 @@ def test_the_deadline_grant_never_locks_out_just_before_due():
     again = admit_now(p, DUE - 20 * MINUTE, [*past, PastUpload(DUE - 30 * MINUTE)])
     assert not again.admitted and again.reason == "rate-limited"
     assert again.retry_at == DUE + 59 * MINUTE  # the grant took a token: the bucket is behind
+    after = [*past, PastUpload(DUE - 30 * MINUTE)]
+    assert tokens_left(p, EX, "alice", DUE - 20 * MINUTE, after) == (0, DUE + 59 * MINUTE)
+    assert tokens_left(p, EX, "alice", DUE - 20 * MINUTE, after, due=DUE) == (0, DUE + 59 * MINUTE)
+    assert tokens_left(p, EX, "alice", DUE - 30 * MINUTE, past, due=DUE) == (1, DUE - MINUTE)
 
 
 def test_the_grant_is_spent_by_any_upload_in_the_last_interval():
@@ -509,6 +562,28 @@ def test_retry_at_is_when_the_next_submission_is_taken(gaps, capacity, refill):
             assert admit_now(p, a.retry_at, past).admitted
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    gaps=st.lists(st.integers(min_value=0, max_value=240), min_size=1, max_size=20),
+    capacity=st.integers(min_value=1, max_value=4),
+    refill=st.integers(min_value=1, max_value=120),
+    start=st.integers(min_value=-600, max_value=0),
+)
+def test_tokens_left_says_what_admit_will_do(gaps, capacity, refill, start):
+    p = policy(rate=dict(capacity=capacity, refill_minutes=refill), closes=None)
+    now, admitted = DUE + start * MINUTE, []
+    for gap in gaps:
+        now += gap * MINUTE
+        past = [PastUpload(t) for t in admitted]
+        left, nxt = tokens_left(p, EX, "alice", now, past, due=DUE)
+        a = admit_now(p, now, past)
+        assert a.admitted == (left > 0)
+        if not a.admitted:
+            assert nxt == a.retry_at
+        else:
+            admitted.append(now)
+
+
 # -- late days ----------------------------------------------------------------------------------------
 
 
@@ -534,6 +609,26 @@ def test_not_enough_late_days_spends_nothing():
     assert a.retry_at == now  # the same files may go at once, without late days
     assert "2" in a.message and "1" in a.message
     assert admit_now(policy(), now, use=False, left=1).admitted
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    minutes=st.integers(min_value=-3000, max_value=7 * 24 * 60),
+    left=st.integers(min_value=0, max_value=10),
+    grace=st.integers(min_value=0, max_value=120),
+)
+def test_spent_late_days_make_the_upload_on_time_and_never_overdraw(minutes, left, grace):
+    p = policy(late=dict(grace_minutes=grace, penalty_per_day=0.1, max_penalty=0.5))
+    now = DUE + minutes * MINUTE
+    a = admit_now(p, now, use=True, left=left)
+    without = lateness(p, EX, now, D, 0)
+    if a.admitted:
+        assert 0 <= a.late_days_spent <= left
+        assert a.late_days_spent == without.days  # whole days, no more than it takes
+        assert lateness(p, EX, now, D, a.late_days_spent).on_time
+    else:
+        assert a.reason == "no-late-days" and a.late_days_spent == 0 and without.days > left
+    assert admit_now(p, now, use=False, left=left).late_days_spent == 0
 
 
 def test_late_days_follow_an_extension():
@@ -682,7 +777,19 @@ def test_before_due_an_after_due_check_shows_title_rule_and_pass_fail_only():
     assert v.symptoms == [] and not v.output
     assert SECRET not in v.model_dump_json()
     assert v.checks[0] == g.checks[0]
+    notice = v.warnings[-1]
+    assert "until the due time, 2026-11-08T15:59:00Z" in notice.message and notice.message_id
+    assert not g.warnings
     assert g == grade_with()  # the stored grade is untouched
+
+
+def test_a_diagnosis_naming_no_check_goes_while_any_check_is_hidden():
+    g = grade_with()
+    g = g.model_copy(
+        update={"diagnosis": [*g.diagnosis, Diagnosis(rule="causal-mask", day=44, message=SECRET)]}
+    )
+    assert SECRET not in view(g, policy(visibility=AFTER_DUE), now=DUE - SECOND).model_dump_json()
+    assert view(g, policy(visibility=AFTER_DUE), now=DUE) == g
 
 
 def test_at_due_an_after_due_check_shows_everything():
@@ -712,18 +819,43 @@ def test_with_no_due_an_after_due_check_waits_for_the_release():
     assert view(g, policy(visibility=AFTER_DUE), now=CLOSES, d=none, released_at=CLOSES) == g
 
 
+def test_the_notice_names_the_release_when_a_check_waits_for_it():
+    v = view(grade_with(), policy(visibility={"default": "after_release"}), now=DUE)
+    assert "2 check(s)" in v.warnings[-1].message and "releases" in v.warnings[-1].message
+
+
+@pytest.mark.parametrize(
+    "minutes, en, zh",
+    [
+        (0.01, "1 min", "1 分鐘"),
+        (59, "59 min", "59 分鐘"),
+        (61, "1 h 1 min", "1 小時 1 分鐘"),
+        (60 * 24 + 60 * 6 + 1, "1 d 6 h 1 min", "1 天 6 小時 1 分鐘"),
+    ],
+)
+def test_lateness_reads_as_days_hours_and_minutes(minutes, en, zh):
+    from grader.service.policy import duration
+
+    assert duration(minutes) == en and duration(minutes).render("zh-TW") == zh
+
+
 def test_a_penalty_lowers_the_score_and_says_so():
     g = grade_with()
     late = lateness(policy(), EX, DUE + timedelta(hours=30), D, 0)
     v = view(g, policy(), now=CLOSES, late=late)
     assert late.penalty == pytest.approx(0.2)
     assert v.score == pytest.approx(6.0) and g.score == 8.0
+    assert Grade.model_validate_json(v.model_dump_json()) == v
     note = v.warnings[-1]
     assert (
         note.message_id is not None
         and "2 started day(s) late" in note.message
         and "cost 2 of 10" in note.message
     )
+    assert "submitted 1 d 6 h 0 min after the due time" in note.message
+    from grader.locale import render
+
+    assert "遲交扣分 20%" in render(note.message, "zh-TW", note.message_id, note.message_params)
     # never below 0
     poor = g.model_copy(update={"score": 1.0})
     assert view(poor, policy(), now=CLOSES, late=Lateness(3000.0, 5, 0.5)).score == 0.0
@@ -784,9 +916,21 @@ def test_visible_view_never_leaks_a_hidden_check(checks, before_due, released):
         assert v == grade
     assert [c.id for c in v.checks] == [c.id for c in grade.checks]
     assert v.score == grade.score
+    assert Grade.model_validate_json(v.model_dump_json()) == v  # what the API sends reads back the same
 
 
 def test_everything_visible_and_on_time_is_the_identity():
     g = grade_with()
     assert view(g, policy(), now=DUE - timedelta(days=3)) == g
     assert view(g, load_policy(None, IDS), now=DUE) == g
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "html", "markdown"])
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_no_report_of_the_view_contains_what_a_hidden_check_found(fmt, lang):
+    from reports import render
+
+    v = view(grade_with(), policy(visibility=AFTER_DUE), now=DUE - SECOND)
+    out = render(v, fmt, lang=lang)
+    assert SECRET not in out
+    assert "softmax" in out  # the visible check is still there

@@ -17,7 +17,7 @@ import math
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
@@ -25,13 +25,14 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Val
 
 from grader.errors import UsageError, shown_path
 from grader.locale import Message, msg
-from grader.models import Grade, Note, Printed
+from grader.models import CheckResult, Grade, Note, Printed
 
 Visibility = Literal["visible", "after_due", "after_release"]
 Counts = Literal["last-on-time", "best", "chosen"]
 Extensions = Mapping[tuple[str, str], tuple[datetime, "datetime | None"]]
 
 DAY = timedelta(days=1)
+SHOWN_PROBLEMS = 20  # of a malformed course.toml, at once: enough to fix, not a flood
 
 
 class PolicyError(UsageError):
@@ -76,12 +77,19 @@ def _at_least(low: float, strictly: bool = False):
     return AfterValidator(check)
 
 
+def _learner_id(value: Any) -> Any:
+    """A Canvas or Moodle id is a number: written unquoted, it is still that learner's id."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 Time = Annotated[datetime, BeforeValidator(_aware)]
+LearnerId = Annotated[str, BeforeValidator(_learner_id)]
 Fraction = Annotated[float, _between(0, 1)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: TOML has types, so `late_days = true` or `penalty_per_day = "0.1"` is a mistake
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class LatePolicy(_Strict):
@@ -141,7 +149,7 @@ class ExercisePolicy(_Strict):
 class Extension(_Strict):
     """One learner's own dates for one exercise (course.toml `[[extensions]]`)."""
 
-    learner: str
+    learner: LearnerId
     exercise: str
     due: Time
     closes: Time | None = None
@@ -175,12 +183,18 @@ def load_policy(path: Path | None, exercises: Iterable[str]) -> CoursePolicy:
             data = tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:  # its text gives the line and column
         raise PolicyError(f"{shown}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"{shown}: not valid TOML: not UTF-8 at byte {exc.start}") from None
     except OSError as exc:
         raise PolicyError(f"{shown}: cannot be read: {exc.strerror or exc}") from None
     try:
         policy = CoursePolicy.model_validate(data)
     except ValidationError as exc:
-        raise PolicyError("\n".join(f"{shown}: {p}" for p in _problems(exc))) from None
+        problems = _problems(exc)
+        if len(problems) > SHOWN_PROBLEMS:
+            more = len(problems) - SHOWN_PROBLEMS
+            problems = [*problems[:SHOWN_PROBLEMS], f"... and {more} more"]
+        raise PolicyError("\n".join(f"{shown}: {p}" for p in problems)) from None
     valid = sorted(set(exercises))
     known = ", ".join(valid) or "(none)"
     unknown = [f"exercises.{e}" for e in policy.exercises if e not in valid] + [
@@ -235,7 +249,10 @@ def _problems(error: ValidationError) -> list[str]:
             if e["type"] == "literal_error":
                 text = f"must be one of {e['ctx']['expected']}"
             got = e.get("input")
-            shown = "" if isinstance(got, dict) else f" (got {got!r})"
+            if isinstance(got, (datetime, date)):
+                shown = f" (got {got.isoformat()})"
+            else:
+                shown = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
             problems.append(f"{where}: {text}{shown}"[:500])
     return problems
 
@@ -343,19 +360,34 @@ def _bucket(rate: RatePolicy, past: Sequence[PastUpload]) -> datetime | None:
 
 
 def tokens_left(
-    policy: CoursePolicy, exercise: str, learner: str, now: datetime, past: Sequence[PastUpload]
+    policy: CoursePolicy,
+    exercise: str,
+    learner: str,
+    now: datetime,
+    past: Sequence[PastUpload],
+    *,
+    due: datetime | None = None,
 ) -> tuple[int | None, datetime | None]:
-    """The submissions the bucket allows now and when the next token comes (None: the bucket is
-    full). (None, None): the exercise has no rate limit. The deadline grant (see `admit`) is not
-    counted here."""
+    """The submissions the bucket allows now and when the next one is possible (None: the bucket
+    is full). (None, None): the exercise has no rate limit. Given the learner's `due`
+    (`deadlines(...).due`), the deadline grant of `admit` is counted too: an empty bucket inside
+    it has one submission left, and one outside it has its next at the grant's start when that
+    comes before the next token, so this says what `admit` will do."""
     rate = policy.exercise(exercise).rate
     if rate is None:
         return None, None
     tat = _bucket(rate, past)
     if tat is None or now >= tat:
         return rate.capacity, None
-    n = rate.capacity - math.ceil((tat - now) / rate.interval)  # ceil: a token not yet whole is none
-    return max(n, 0), tat - (rate.capacity - n - 1) * rate.interval
+    # ceil: a token not yet whole is none; after a deadline grant the bucket may owe more than one
+    n = max(rate.capacity - math.ceil((tat - now) / rate.interval), 0)
+    nxt = tat - (rate.capacity - n - 1) * rate.interval
+    if n == 0 and due is not None:
+        if _granted(rate, due, now, past):
+            return 1, nxt
+        if now < due - rate.interval < nxt:
+            return 0, due - rate.interval
+    return n, nxt
 
 
 def _next_token(rate: RatePolicy, past: Sequence[PastUpload]) -> datetime | None:
@@ -462,11 +494,16 @@ def admit(
 class UploadLike(Protocol):
     """What `counted` reads of an upload (grader.store.queue.Upload has it)."""
 
-    id: int
-    received_at: datetime
-    late_days_spent: int
-    chosen: bool
-    grade: Grade | None
+    @property
+    def id(self) -> int: ...
+    @property
+    def received_at(self) -> datetime: ...
+    @property
+    def late_days_spent(self) -> int: ...
+    @property
+    def chosen(self) -> bool: ...
+    @property
+    def grade(self) -> Grade | None: ...
 
 
 def score_after_penalty(grade: Grade, penalty: float) -> float:
@@ -518,6 +555,36 @@ def shown(
     return released
 
 
+def duration(minutes: float) -> Message:
+    """A lateness as days, hours and minutes (whole minutes, rounded up: a second late is late)."""
+    total = math.ceil(minutes)
+    days, rest = divmod(total, 24 * 60)
+    hours, mins = divmod(rest, 60)
+    if days:
+        return msg("{days} d {hours} h {minutes} min", days=days, hours=hours, minutes=mins)
+    if hours:
+        return msg("{hours} h {minutes} min", hours=hours, minutes=mins)
+    return msg("{minutes} min", minutes=mins)
+
+
+def _hidden_notice(
+    grade: Grade, hidden: set[str], visibility: VisibilityPolicy, deadlines: Deadlines
+) -> Message:
+    """Why some checks show only their title and result, and until when."""
+    count = sum(1 for c in grade.checks if c.id in hidden)
+    if deadlines.due is not None and all(visibility.of(c) == "after_due" for c in hidden):
+        return msg(
+            "{count} check(s) show only their title and result until the due time, {due}; their "
+            "details follow then",
+            count=count,
+            due=utc(deadlines.due),
+        )
+    return msg(
+        "{count} check(s) show only their title and result until the instructor releases their details",
+        count=count,
+    )
+
+
 def visible_view(
     grade: Grade,
     policy: CoursePolicy,
@@ -532,9 +599,10 @@ def visible_view(
 
     A check whose visibility has not applied yet keeps id, title, title_i18n, rule, day, passed,
     points and max_points, and loses its message, symptoms, evidence and curve; the diagnoses of
-    it go; while any check is hidden the grade's own symptoms and the printed output go too (they
-    may tell what a hidden check found). A late penalty lowers the score (never below 0) and adds
-    a warning saying how late and what it cost."""
+    it go; while any check is hidden the grade's own symptoms, the diagnoses that name no check and
+    the printed output go too (they may tell what a hidden check found), and a warning says why.
+    A late penalty lowers the score (never below 0) and adds a warning saying how late and what it
+    cost."""
     visibility = policy.exercise(exercise).visibility
     hidden = {
         c.id
@@ -544,28 +612,34 @@ def visible_view(
     view = grade.model_copy(deep=True)
     if hidden:
         view.checks = [
-            c.model_copy(
-                update=dict(
-                    message="", message_id=None, message_params={}, symptoms=[], evidence={}, curve=None
-                )
+            # validated anew (not model_copy): its measured text size must be the new one's
+            CheckResult.model_validate(
+                {
+                    **c.model_dump(),
+                    **dict(
+                        message="", message_id=None, message_params={}, symptoms=[], evidence={}, curve=None
+                    ),
+                }
             )
             if c.id in hidden
             else c
             for c in view.checks
         ]
-        view.diagnosis = [d for d in view.diagnosis if d.check not in hidden]
+        # a diagnosis naming no check could be of a hidden one: it goes too, as the symptoms do
+        view.diagnosis = [d for d in view.diagnosis if d.check is not None and d.check not in hidden]
         view.symptoms = []
         view.output = Printed()
+        view.warnings = [*view.warnings, Note(message=_hidden_notice(grade, hidden, visibility, deadlines))]
     if lateness.penalty > 0:
         score = score_after_penalty(view, lateness.penalty)
         view.warnings = [
             *view.warnings,
             Note(
                 message=msg(
-                    "submitted {minutes} minutes after the due time ({days} started day(s) late "
-                    "after the grace period): the late penalty of {percent}% cost {points} of "
-                    "{max_score} points",
-                    minutes=f"{lateness.minutes:.0f}",
+                    "submitted {late} after the due time ({days} started day(s) late after the "
+                    "grace period): the late penalty of {percent}% cost {points} of {max_score} "
+                    "points",
+                    late=duration(lateness.minutes),
                     days=lateness.days,
                     percent=f"{lateness.penalty * 100:g}",
                     points=f"{view.score - score:g}",
