@@ -280,6 +280,8 @@ class Dispatcher:
             if run is None:
                 log.warning("%s: lease lost before its grade came back; the late grade is dropped", where)
                 return
+            if outcome.status == "unreadable":  # the learner's file did not parse: no token spent
+                self.queue.refund(lease.upload_id)
             g = outcome.grade
             log.info(
                 "%s: %s %g/%g%s in %.1f s on %s",

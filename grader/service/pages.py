@@ -287,9 +287,7 @@ def live_account(gradebook, record: SessionRecord):
     if found is None:
         return None
     row, who = found
-    if row.revoked_at is not None or not hmac.compare_digest(
-        row.token_hash[:TOKEN_PREFIX_CHARS], record.token
-    ):
+    if row.revoked_at is not None or not _same(row.token_hash[:TOKEN_PREFIX_CHARS], record.token):
         return None
     return Account(id=row.id, learner=who.key, name=who.name, role=row.role)
 

@@ -22,11 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.errors import Refused, SourceError
 from grader.limits import QUEUE_RETRY_SECONDS, UPLOAD_BYTES, UPLOAD_FILES
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise, Grade
+
+if TYPE_CHECKING:
+    from grader.service.policy import CoursePolicy, Deadlines, Lateness
+    from grader.store import Gradebook
+    from grader.store.accounts import Account
+    from grader.store.queue import Queue, Upload
 
 INSTRUCTOR = "instructor"
 FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
@@ -40,9 +47,9 @@ def iso(when: datetime | None) -> str | None:
     return None if when is None else when.astimezone(UTC).isoformat()
 
 
-def not_found(what: str = "submission", field: str | None = None) -> Refused:
+def not_found(message: Message | None = None, field: str | None = None) -> Refused:
     """The one answer for a missing id and for another learner's: nothing tells them apart."""
-    return Refused(404, "not-found", msg("no such {what}", what=what), field)
+    return Refused(404, "not-found", message or msg("no such submission"), field)
 
 
 def forbidden() -> Refused:
@@ -56,9 +63,9 @@ def retry_seconds(at: datetime | None, now: datetime) -> int | None:
 
 @dataclass
 class Service:
-    gradebook: object  # grader.store.Gradebook
-    queue: object  # grader.store.queue.Queue
-    policy: object  # grader.service.policy.CoursePolicy
+    gradebook: Gradebook
+    queue: Queue
+    policy: CoursePolicy
     exercises: dict[str, Exercise]
     versions: dict[str, int]  # exercise -> the id of the version this server grades
     clock: Callable[[], datetime] = utcnow
@@ -69,12 +76,9 @@ class Service:
     # -- opening
 
     @classmethod
-    def open(cls, db: str, course: Path | None = None, *, owner: str | None = None, clock=utcnow) -> Service:
+    def open(cls, db: str, course: Path | None = None, *, clock=utcnow) -> Service:
         """The gradebook at `db` (created when missing), the course policy (None: open, no limits),
         and every exercise of GRADER_EXERCISES_DIR with its version registered in the gradebook."""
-        import os
-        import socket
-
         from grader.batch import exercise_version
         from grader.exercises import all_exercises
         from grader.service.policy import load_policy
@@ -89,7 +93,7 @@ class Service:
                 e.id: gradebook.exercise_version(e.id, exercise_version(e.id), e.points, e.title.en)
                 for e in exercises.values()
             }
-            queue = Queue(gradebook, owner or f"{socket.gethostname()}:{os.getpid()}")
+            queue = Queue(gradebook)  # owner host:pid:random, which resume() reads
         except BaseException:
             gradebook.close()
             raise
@@ -105,7 +109,7 @@ class Service:
 
         return authenticate(self.gradebook, token) if token else None
 
-    def me(self, account) -> dict:
+    def me(self, account: Account) -> dict:
         spent = self.queue.late_days_spent(account.learner)
         total = self.policy.late_days
         return {
@@ -120,7 +124,7 @@ class Service:
     def exercise(self, exercise_id: str) -> Exercise:
         found = self.exercises.get(exercise_id)
         if found is None:
-            raise not_found("exercise", "exercise")
+            raise not_found(msg("no such exercise"), "exercise")
         return found
 
     def _deadlines(self, exercise: str, learner: str, extensions=None):
@@ -129,7 +133,7 @@ class Service:
         extensions = self.queue.extensions() if extensions is None else extensions
         return deadlines(self.policy, exercise, learner, extensions)
 
-    def exercise_list(self, account) -> list[dict]:
+    def exercise_list(self, account: Account) -> list[dict]:
         now, extensions = self.clock(), self.queue.extensions()
         out = []
         for ex in self.exercises.values():
@@ -150,7 +154,7 @@ class Service:
             )
         return out
 
-    def starter(self, account, exercise_id: str) -> bytes:
+    def starter(self, account: Account, exercise_id: str) -> bytes:
         """The starter files as a zip; a quiz's sheet is the caller's own variant."""
         from grader.exercises import exercise_dir
         from grader.quiz import starter_text
@@ -220,7 +224,7 @@ class Service:
         files = self.read_upload(ex, body)
         with self._lock(account.learner):
             if idempotency_key is not None:
-                earlier = self._replay(account.learner, idempotency_key)
+                earlier = self.queue.upload_by_key(account.learner, idempotency_key)
                 if earlier is not None:
                     return self._submission_json(account, earlier), False
             now = self.clock()
@@ -263,10 +267,6 @@ class Service:
         self.notify()
         return self._submission_json(account, upload), upload.created
 
-    def _replay(self, learner: str, key: str):
-        """The upload this learner already made with this Idempotency-Key, or None."""
-        return self.queue.upload_by_key(learner, key)
-
     @staticmethod
     def _refusal(admission, now: datetime) -> Refused:
         status = {"rate-limited": 429}.get(admission.reason or "", 409)
@@ -280,21 +280,24 @@ class Service:
 
     # -- reading uploads
 
-    def _own_upload(self, account, upload_id: int):
+    def _own_upload(self, account: Account, upload_id: int) -> Upload | None:
         """The upload if the caller may see it, else None (missing and another's look the same)."""
         upload = self.queue.upload(upload_id)
         if upload is None or (account.role != INSTRUCTOR and upload.learner != account.learner):
             return None
         return upload
 
-    def _view(self, account, upload, deadlines, lateness) -> Grade | None:
+    def _view(
+        self, account: Account, upload: Upload, deadlines: Deadlines, lateness: Lateness
+    ) -> Grade | None:
         """The grade as the caller may see it now: a student's through policy.visible_view; an
         instructor's with every check shown (the lateness penalty applied to both)."""
         from grader.service.policy import visible_view
 
         if upload.grade is None:
             return None
-        if account.role == INSTRUCTOR:
+        released_at: datetime | None
+        if account.role == INSTRUCTOR:  # every visibility has applied for a reader in the far future
             now, released_at = FAR_FUTURE, datetime.min.replace(tzinfo=UTC)
         else:
             now, released_at = self.clock(), self.queue.releases().get(upload.exercise)
@@ -308,7 +311,7 @@ class Service:
             lateness=lateness,
         )
 
-    def _submission_json(self, account, upload, *, siblings=None, extensions=None) -> dict:
+    def _submission_json(self, account: Account, upload: Upload, *, siblings=None, extensions=None) -> dict:
         from grader.service.policy import counted, lateness
         from reports import render
 
@@ -341,11 +344,13 @@ class Service:
             "grade": json.loads(render(view, "json")) if view else None,
         }
 
-    def submission(self, account, upload_id: int) -> dict | None:
+    def submission(self, account: Account, upload_id: int) -> dict | None:
         upload = self._own_upload(account, upload_id)
         return None if upload is None else self._submission_json(account, upload)
 
-    def submissions(self, account, exercise: str | None = None, learner: str | None = None) -> list[dict]:
+    def submissions(
+        self, account: Account, exercise: str | None = None, learner: str | None = None
+    ) -> list[dict]:
         if account.role != INSTRUCTOR:
             learner = account.learner  # a student's own, whatever they asked for
         uploads = self.queue.uploads(learner, exercise)
@@ -358,7 +363,7 @@ class Service:
             for u in uploads
         ]
 
-    def visible_grade(self, account, upload_id: int) -> Grade | None:
+    def visible_grade(self, account: Account, upload_id: int) -> Grade | None:
         """The grade a report renders for this caller now; None: no such upload for them, or not graded."""
         from grader.service.policy import lateness
 
@@ -369,7 +374,7 @@ class Service:
         late = lateness(self.policy, upload.exercise, upload.received_at, d, upload.late_days_spent)
         return self._view(account, upload, d, late)
 
-    def report(self, account, upload_id: int, fmt: str = "text", lang: str = "en") -> str:
+    def report(self, account: Account, upload_id: int, fmt: str = "text", lang: str = "en") -> str:
         """reports.render of the visible grade; 404 for no such upload, 409 `not-graded` before its grade."""
         from reports import render
 
@@ -380,7 +385,7 @@ class Service:
             raise Refused(409, "not-graded", msg("this submission is not graded yet"))
         return render(view, fmt, lang)
 
-    def choose(self, account, upload_id: int) -> dict:
+    def choose(self, account: Account, upload_id: int) -> dict:
         upload = self._own_upload(account, upload_id)
         if upload is None or upload.learner != account.learner:
             raise not_found()
@@ -389,13 +394,16 @@ class Service:
 
     # -- status and the class
 
-    def status(self, account, exercise: str | None = None) -> list[dict]:
-        from grader.service.policy import PastUpload, counted, tokens_left
+    def status(self, account: Account, exercise: str | None = None) -> list[dict]:
+        """Per exercise: the caller's dates, uploads, the one that counts and its score, the
+        rate limit's tokens left (None: no limit) and when the next upload would be taken."""
+        from grader.service.policy import PastUpload, admit, counted, tokens_left
 
         if exercise is not None:
             self.exercise(exercise)
         now, extensions = self.clock(), self.queue.extensions()
         mine = self.queue.uploads(account.learner, exercise)
+        left_days = max(0, self.policy.late_days - self.queue.late_days_spent(account.learner))
         out = []
         for ex in [exercise] if exercise else list(self.exercises):
             uploads = [u for u in mine if u.exercise == ex]
@@ -408,7 +416,17 @@ class Service:
                 else None
             )
             past = [PastUpload(u.received_at, u.refunded, u.late_days_spent) for u in uploads]
-            left, refill = tokens_left(self.policy, ex, account.learner, now, past)
+            left, _refill = tokens_left(self.policy, ex, account.learner, now, past, due=d.due)
+            admission = admit(
+                self.policy,
+                ex,
+                account.learner,
+                now,
+                past,
+                extensions=extensions,
+                late_days_left=left_days,
+                use_late_day=False,
+            )
             out.append(
                 {
                     "exercise": ex,
@@ -418,7 +436,7 @@ class Service:
                     "score": view["score"] if view else None,
                     "max_score": self.exercises[ex].points,
                     "tokens_left": left,
-                    "next_submission_at": iso(refill) if left == 0 or left is None else iso(now),
+                    "next_submission_at": iso(now) if admission.admitted else iso(admission.retry_at),
                 }
             )
         return out
@@ -439,12 +457,10 @@ class Service:
             d = self._deadlines(exercise, learner, extensions)
             counts = counted(self.policy, exercise, uploads, d)
             chosen = next((u for u in uploads if u.id == counts), None)
-            late = (
-                lateness(self.policy, exercise, chosen.received_at, d, chosen.late_days_spent)
-                if chosen
-                else None
-            )
-            view = self._view(staff, chosen, d, late) if chosen else None
+            late = view = None
+            if chosen is not None:
+                late = lateness(self.policy, exercise, chosen.received_at, d, chosen.late_days_spent)
+                view = self._view(staff, chosen, d, late)
             who = self.gradebook.learner(learner) or {}
             out.append(
                 {
@@ -478,7 +494,7 @@ class Service:
             "deadlines": {"opens": iso(d.opens), "due": iso(d.due), "closes": iso(d.closes)},
         }
 
-    def release(self, account, exercise: str) -> dict:
+    def release(self, account: Account, exercise: str) -> dict:
         self.exercise(exercise)
         when = self.queue.release(exercise, author=account.learner)
         return {"exercise": exercise, "released_at": iso(when)}
@@ -489,7 +505,7 @@ class Service:
 
     def retry(self, job_id: int) -> dict:
         if not self.queue.retry(job_id):
-            raise not_found("dead job", "job")
+            raise not_found(msg("no such job waiting for a retry"), "job")
         self.notify()
         return {"job": job_id, "status": "queued"}
 

@@ -598,6 +598,12 @@ class Queue:
             where.append(UploadRow.exercise == exercise)
         return self._uploads(*where)
 
+    def upload_by_key(self, learner: str, idempotency_key: str) -> Upload | None:
+        """The upload `learner` made with this idempotency key, if any (a replay is answered with it
+        before the course policy is asked, so a replay never spends a submission)."""
+        found = self._uploads(Learner.key == learner, UploadRow.idempotency_key == idempotency_key)
+        return found[0] if found else None
+
     def _uploads(self, *where) -> list[Upload]:
         with self.gradebook.sessions() as s:
             rows = s.execute(
