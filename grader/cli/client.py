@@ -230,7 +230,7 @@ STATUSES = {
     "queued": msg("queued"),
     "grading": msg("grading"),
     "graded": msg("graded"),
-    "failed": msg("failed"),
+    "failed": msg("could not be graded"),  # the server's failure; "failed" reads as "did not pass"
 }
 
 
