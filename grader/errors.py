@@ -13,6 +13,8 @@
     │   │   ├── BatchError          a batch cannot run: SOURCE, gradebook, scheduler, the jail
     │   │   ├── store.StoreError    the gradebook cannot be opened or used (also a RuntimeError)
     │   │   │   └── store.migrate.SchemaError   its schema is newer than this grader
+    │   │   ├── service.policy.PolicyError  course.toml is malformed; names the file and the
+    │   │   │                       field path (exercises.day45-attention.due: ...)
     │   │   ├── JailUnsound         the jail failed a canary attack: grading must not start
     │   │   └── client.ClientError  the student client cannot ask: no server or token, a token
     │   │                           over plain http://, an answer 401/403/404/413/422
