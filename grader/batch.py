@@ -173,6 +173,19 @@ def _init_local_worker(threads: int, warm: str = "full", share_cpu: bool = False
 # -- executors ---------------------------------------------------------------------------------
 
 
+def local_pool(workers: int, warm: str = "full") -> concurrent.futures.ProcessPoolExecutor:
+    """`workers` spawned grading processes (grade_task), sharing this machine's CPUs: the pool of
+    `grader batch` and the one a grading server keeps warm for its whole life."""
+    from multiprocessing import get_context
+
+    return concurrent.futures.ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=get_context("spawn"),
+        initializer=_init_local_worker,
+        initargs=(max(1, (os.cpu_count() or 1) // workers), warm, workers == 1),
+    )
+
+
 class LocalPool:
     """Spawned worker processes on this machine (pytest is not thread-safe: never threads)."""
 
@@ -184,19 +197,11 @@ class LocalPool:
         return f"local pool of {self.workers} worker process{'es' if self.workers > 1 else ''}"
 
     def run(self, tasks: list[dict]) -> Iterator[tuple[dict, dict | BaseException]]:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        from multiprocessing import get_context
+        from concurrent.futures import as_completed
 
         n = min(self.workers, len(tasks))
-        threads = max(1, (os.cpu_count() or 1) // n)
         # a zygote that serves many submissions is worth its fuller warm-up (see launcher.Zygote)
-        warm = "full" if len(tasks) >= 16 * n else "basic"
-        self.pool = pool = ProcessPoolExecutor(
-            max_workers=n,
-            mp_context=get_context("spawn"),
-            initializer=_init_local_worker,
-            initargs=(threads, warm, n == 1),
-        )
+        self.pool = pool = local_pool(n, warm="full" if len(tasks) >= 16 * n else "basic")
         futures = {pool.submit(grade_task, t): t for t in tasks}
         for fut in as_completed(futures):
             try:

@@ -15,6 +15,7 @@
     │   │   │   └── store.migrate.SchemaError   its schema is newer than this grader
     │   │   ├── service.policy.PolicyError  course.toml is malformed; names the file and the
     │   │   │                       field path (exercises.day45-attention.due: ...)
+    │   │   ├── service.roster.RosterError  a roster CSV that cannot be read (file, row, column)
     │   │   ├── JailUnsound         the jail failed a canary attack: grading must not start
     │   │   └── client.ClientError  the student client cannot ask: no server or token, a token
     │   │                           over plain http://, an answer 401/403/404/413/422
@@ -31,8 +32,10 @@
     │   │   ├── JailCrash           kind "crash": died, exited, broke the protocol
     │   │   └── JailSandbox         kind "sandbox": a forbidden system call, or no jail at all
     │   ├── LearnerError            the learner's code raised; its type and message, as data
-    │   └── ZygoteError             the zygote (the warm process forking jails) could not start or
-    │                               stopped answering
+    │   ├── ZygoteError             the zygote (the warm process forking jails) could not start or
+    │   │                           stopped answering
+    │   └── Refused                 the grading server refuses a request: its HTTP status, error
+    │                               code, the field at fault and when to retry (grader/service)
     │
     │   Not under GraderError:
     ├── AssertionError
@@ -195,6 +198,20 @@ def jail_name(value) -> str:
 # -- the grader's own machinery ---------------------------------------------------------------
 class ZygoteError(GraderError):
     """The zygote could not start or stopped answering."""
+
+
+# -- the grading server ----------------------------------------------------------------------
+class Refused(GraderError):
+    """A request the grading server refuses (grader/service): the HTTP `status`, the API's error
+    `code` (`not-found`, `rate-limited`, ...), the `field` at fault, and `retry_after` seconds
+    when a retry will be accepted. `message` is a Message: the learner reads it in their language."""
+
+    def __init__(
+        self, status: int, code: str, message, field: str | None = None, retry_after: int | None = None
+    ):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.field, self.retry_after = field, retry_after
 
 
 # -- how a course file's problems are named ---------------------------------------------------

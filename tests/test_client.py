@@ -197,6 +197,7 @@ def test_wait_prints_the_report_and_exits_as_grader_grade(logged_in, tmp_path, p
     assert result.exit_code == code, result.output
     assert result.stdout == f"REPORT 100 format=json lang=zh-TW passed={passed}\n"  # the report alone
     assert logged_in.polls[100] == 3
+    assert set(logged_in.languages) == {"zh-TW"}  # the server words its errors in the learner's language
     assert "\r" not in result.stderr  # no spinner: stderr is not a terminal
 
 

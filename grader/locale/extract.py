@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 KEYWORDS = ("msg", "N_", "_", "t")  # t: report chrome, reports/view.py
 PYTHON_SOURCES = ("grader/**/*.py", "reports/**/*.py", "exercises/*/hidden/*.py")
-TEMPLATE_SOURCES = ("reports/templates/*.j2",)
+TEMPLATE_SOURCES = ("reports/templates/*.j2", "grader/service/templates/*.j2")
 
 
 def _name(func: ast.expr) -> str | None:

@@ -151,54 +151,8 @@ class Gradebook:
 
         A submission whose files are already stored for that learner is the same submission:
         it is only marked as seen again."""
-        now = utcnow()
-        ids: list[int] = []
         with self.sessions() as s:
-            keys = {i.learner for i in incoming}
-            learners = (
-                {row.key: row for row in s.scalars(select(Learner).where(Learner.key.in_(keys)))}
-                if keys
-                else {}
-            )
-            for inc in incoming:
-                name, email, origin = _short(inc.name), _short(inc.email), _short(inc.origin) or ""
-                problem = None if inc.problem is None else cap_bytes(str(inc.problem), MESSAGE_BYTES)
-                learner = learners.get(inc.learner)
-                if learner is None:
-                    learner = learners[inc.learner] = Learner(key=inc.learner, name=name, email=email)
-                    s.add(learner)
-                    s.flush()
-                else:
-                    learner.name = name or learner.name
-                    learner.email = email or learner.email
-                digest = inc.digest
-                sub = s.scalar(
-                    select(Submission).filter_by(learner_id=learner.id, exercise=exercise, digest=digest)
-                )
-                if sub is None:
-                    sub = Submission(
-                        learner_id=learner.id,
-                        exercise=exercise,
-                        digest=digest,
-                        layout=inc.layout,
-                        origin=origin,
-                        late=inc.late,
-                        problem=problem,
-                        submitted_at=inc.submitted_at,
-                        first_seen_at=now,
-                        last_seen_at=now,
-                        files=[
-                            SubmissionFile(name=n, content=data, size=len(data))
-                            for n, data in sorted(inc.files.items())
-                        ],
-                    )
-                    s.add(sub)
-                    s.flush()
-                else:
-                    sub.last_seen_at = now
-                    sub.origin, sub.late = origin or sub.origin, inc.late
-                    sub.submitted_at = inc.submitted_at or sub.submitted_at
-                ids.append(sub.id)
+            ids = [sub.id for sub in store_submissions(s, exercise, incoming)]
             s.commit()
         return ids
 
@@ -294,50 +248,10 @@ class Gradebook:
         """Store one grade run as it arrives (its own transaction). Returns its id, or None when a
         final grade for this submission and version is there already and force is off (a second
         writer got there first): grades are never duplicated."""
-        g = outcome.grade
         with self.sessions() as s:
-            runs = s.execute(
-                select(GradeRun.attempt, GradeRun.status).where(
-                    GradeRun.submission_id == submission_id, GradeRun.exercise_id == version_id
-                )
-            ).all()
-            if not force and outcome.status in FINAL_STATUSES and any(st in FINAL_STATUSES for _, st in runs):
+            run = store_run(s, submission_id, version_id, outcome, batch_id=batch_id, force=force)
+            if run is None:
                 return None
-            run = GradeRun(
-                submission_id=submission_id,
-                exercise_id=version_id,
-                attempt=max((a for a, _ in runs), default=0) + 1,
-                batch_id=batch_id,
-                status=outcome.status,
-                passed=g.passed,
-                score=g.score,
-                max_score=g.max_score,
-                error_kind=g.error.kind if g.error else None,
-                grade=g.model_dump(),
-                isolation=g.isolation,
-                grader_version=g.grader_version,
-                worker=outcome.worker,
-                duration_s=g.duration_s,
-                started_at=outcome.started_at,
-                finished_at=outcome.finished_at or utcnow(),
-                checks=[
-                    CheckRow(
-                        position=i,
-                        check_id=c.id,
-                        passed=c.passed,
-                        points=c.points,
-                        max_points=c.max_points,
-                        rule=c.rule,
-                        day=c.day,
-                    )
-                    for i, c in enumerate(g.checks)
-                ],
-                diagnoses=[
-                    DiagnosisRow(position=i, rule=d.rule, day=d.day, mutant=d.mutant, check_id=d.check)
-                    for i, d in enumerate(g.diagnosis)
-                ],
-            )
-            s.add(run)
             try:
                 s.commit()
             except IntegrityError:  # the same attempt, written by another process
@@ -538,3 +452,127 @@ class Gradebook:
             assert b is not None  # made by start_batch
             b.status, b.graded, b.skipped, b.errors, b.finished_at = status, graded, skipped, errors, utcnow()
             s.commit()
+
+
+# -- the writes, inside a transaction the caller owns (the server's queue shares them) ------------
+
+
+def learner_row(s: Session, key: str, name: str | None = None, email: str | None = None) -> Learner:
+    """The learner `key`, made if missing (flushed); a name or email given replaces the stored one."""
+    learner = s.scalar(select(Learner).where(Learner.key == key))
+    name, email = _short(name), _short(email)
+    if learner is None:
+        learner = Learner(key=key, name=name, email=email)
+        s.add(learner)
+        s.flush()
+    else:
+        learner.name = name or learner.name
+        learner.email = email or learner.email
+    return learner
+
+
+def store_submissions(s: Session, exercise: str, incoming: list[Incoming]) -> list[Submission]:
+    """Add learners and submissions in the session `s` (flushed, not committed): the rows, in order.
+    A submission whose files are already stored for that learner is the same row, seen again."""
+    now = utcnow()
+    out: list[Submission] = []
+    keys = {i.learner for i in incoming}
+    learners = (
+        {row.key: row for row in s.scalars(select(Learner).where(Learner.key.in_(keys)))} if keys else {}
+    )
+    for inc in incoming:
+        name, email, origin = _short(inc.name), _short(inc.email), _short(inc.origin) or ""
+        problem = None if inc.problem is None else cap_bytes(str(inc.problem), MESSAGE_BYTES)
+        learner = learners.get(inc.learner)
+        if learner is None:
+            learner = learners[inc.learner] = Learner(key=inc.learner, name=name, email=email)
+            s.add(learner)
+            s.flush()
+        else:
+            learner.name = name or learner.name
+            learner.email = email or learner.email
+        digest = inc.digest
+        sub = s.scalar(select(Submission).filter_by(learner_id=learner.id, exercise=exercise, digest=digest))
+        if sub is None:
+            sub = Submission(
+                learner_id=learner.id,
+                exercise=exercise,
+                digest=digest,
+                layout=inc.layout,
+                origin=origin,
+                late=inc.late,
+                problem=problem,
+                submitted_at=inc.submitted_at,
+                first_seen_at=now,
+                last_seen_at=now,
+                files=[
+                    SubmissionFile(name=n, content=data, size=len(data))
+                    for n, data in sorted(inc.files.items())
+                ],
+            )
+            s.add(sub)
+            s.flush()
+        else:
+            sub.last_seen_at = now
+            sub.origin, sub.late = origin or sub.origin, inc.late
+            sub.submitted_at = inc.submitted_at or sub.submitted_at
+        out.append(sub)
+    return out
+
+
+def store_run(
+    s: Session,
+    submission_id: int,
+    version_id: int,
+    outcome: Outcome,
+    *,
+    batch_id: int | None = None,
+    force: bool = False,
+) -> GradeRun | None:
+    """Add one grade run in the session `s` (flushed, not committed); None when a final grade for
+    this submission and version is there already and force is off. Two writers of the same attempt
+    meet the unique constraint (an IntegrityError at flush or commit)."""
+    g = outcome.grade
+    runs = s.execute(
+        select(GradeRun.attempt, GradeRun.status).where(
+            GradeRun.submission_id == submission_id, GradeRun.exercise_id == version_id
+        )
+    ).all()
+    if not force and outcome.status in FINAL_STATUSES and any(st in FINAL_STATUSES for _, st in runs):
+        return None
+    run = GradeRun(
+        submission_id=submission_id,
+        exercise_id=version_id,
+        attempt=max((a for a, _ in runs), default=0) + 1,
+        batch_id=batch_id,
+        status=outcome.status,
+        passed=g.passed,
+        score=g.score,
+        max_score=g.max_score,
+        error_kind=g.error.kind if g.error else None,
+        grade=g.model_dump(),
+        isolation=g.isolation,
+        grader_version=g.grader_version,
+        worker=outcome.worker,
+        duration_s=g.duration_s,
+        started_at=outcome.started_at,
+        finished_at=outcome.finished_at or utcnow(),
+        checks=[
+            CheckRow(
+                position=i,
+                check_id=c.id,
+                passed=c.passed,
+                points=c.points,
+                max_points=c.max_points,
+                rule=c.rule,
+                day=c.day,
+            )
+            for i, c in enumerate(g.checks)
+        ],
+        diagnoses=[
+            DiagnosisRow(position=i, rule=d.rule, day=d.day, mutant=d.mutant, check_id=d.check)
+            for i, d in enumerate(g.diagnosis)
+        ],
+    )
+    s.add(run)
+    return run

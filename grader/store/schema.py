@@ -7,6 +7,14 @@ learners ──< submissions ──< submission_files
                           │  └──< diagnoses
                           └── batches
 
+The grading server (migration 0003) adds, beside them:
+
+learners ──< accounts              (access tokens: only their SHA-256 is kept)
+learners ──< uploads >── submissions   (what a learner sent the server: the same files twice are
+                │                     one submission and two uploads)
+                └── jobs >── grade_runs (the queue, in the gradebook itself: one job per upload)
+learners ──< extensions, late_days (the append-only late-day ledger), and releases, settings.
+
 A grade run is one grading of one submission against one exercise version. Its `status` says
 whether it is final: `graded` (a Grade, passing or not, errors such as a timeout included) and
 `unreadable` (the submission could not be read, e.g. malformed TOML) are final and are never
@@ -42,11 +50,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from grader.limits import LEARNER_ID_CHARS
+from grader.limits import IDEMPOTENCY_KEY_CHARS, LEARNER_ID_CHARS
 from grader.models import clean_text
 
 FINAL_STATUSES = ("graded", "unreadable", "given-up")
 STATUSES = (*FINAL_STATUSES, "error")
+JOB_STATUSES = ("queued", "running", "done", "dead")
+ROLES = ("student", "instructor")
 
 
 class CleanText(TypeDecorator):
@@ -300,3 +310,117 @@ class DiagnosisRow(Base):
     check_id: Mapped[str | None] = mapped_column(CleanString(200))
 
     run: Mapped[GradeRun] = relationship(back_populates="diagnoses")
+
+
+# -- the grading server (migration 0003) ----------------------------------------------------------
+
+
+class AccountRow(Base):
+    """One access token of a learner or instructor: its SHA-256 only, never the token."""
+
+    __tablename__ = "accounts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    learner_id: Mapped[int] = mapped_column(ForeignKey("learners.id", ondelete="CASCADE"), index=True)
+    role: Mapped[str] = mapped_column(String(20), default="student")  # ROLES
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    learner: Mapped[Learner] = relationship()
+
+
+class UploadRow(Base):
+    """What one learner sent the server once (the id students see as their "submission id")."""
+
+    __tablename__ = "uploads"
+    __table_args__ = (
+        # NULL keys are distinct on both backends: uploads without a key never collide
+        UniqueConstraint("learner_id", "idempotency_key", name="uq_uploads_idempotency"),
+        Index("ix_uploads_learner_exercise", "learner_id", "exercise"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    learner_id: Mapped[int] = mapped_column(ForeignKey("learners.id", ondelete="CASCADE"))
+    exercise: Mapped[str] = mapped_column(String(100))
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("exercises.id"))
+    idempotency_key: Mapped[str | None] = mapped_column(CleanString(IDEMPOTENCY_KEY_CHARS))
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)  # the server's clock
+    use_late_day: Mapped[bool] = mapped_column(Boolean, default=False)
+    late_days_spent: Mapped[int] = mapped_column(Integer, default=0)
+    chosen: Mapped[bool] = mapped_column(Boolean, default=False)
+    refunded: Mapped[bool] = mapped_column(Boolean, default=False)  # its rate-limit token given back
+
+
+class Job(Base):
+    """One upload's grading, queued in the gradebook; leased by a grading process at a time."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_status", "status", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    upload_id: Mapped[int] = mapped_column(ForeignKey("uploads.id", ondelete="CASCADE"), unique=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    version_id: Mapped[int] = mapped_column(ForeignKey("exercises.id"))
+    status: Mapped[str] = mapped_column(String(20), default="queued")  # JOB_STATUSES
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(CleanString(300))  # host:pid:random
+    lease_token: Mapped[str | None] = mapped_column(String(64))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_error: Mapped[str | None] = mapped_column(CleanText)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("grade_runs.id", ondelete="SET NULL"))
+
+
+class Extension(Base):
+    """A learner's own dates for one exercise; the newest row for a learner and exercise applies."""
+
+    __tablename__ = "extensions"
+    __table_args__ = (Index("ix_extensions_learner_exercise", "learner_id", "exercise"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    learner_id: Mapped[int] = mapped_column(ForeignKey("learners.id", ondelete="CASCADE"))
+    exercise: Mapped[str] = mapped_column(String(100))
+    due: Mapped[datetime] = mapped_column(UTCDateTime)
+    closes: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    reason: Mapped[str] = mapped_column(CleanText, default="")
+    author: Mapped[str] = mapped_column(CleanString(300), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LateDay(Base):
+    """The late-day ledger, append-only: +days spent on an upload, -days given back."""
+
+    __tablename__ = "late_days"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    learner_id: Mapped[int] = mapped_column(ForeignKey("learners.id", ondelete="CASCADE"), index=True)
+    exercise: Mapped[str] = mapped_column(String(100))
+    upload_id: Mapped[int | None] = mapped_column(ForeignKey("uploads.id", ondelete="SET NULL"))
+    days: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(CleanString(300), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Release(Base):
+    """An instructor released an exercise: its `after_release` checks show from then on."""
+
+    __tablename__ = "releases"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    exercise: Mapped[str] = mapped_column(String(100), index=True)
+    released_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    author: Mapped[str] = mapped_column(CleanString(300), default="")
+
+
+class Setting(Base):
+    """The server's own values, e.g. its session-signing secret (made on first use)."""
+
+    __tablename__ = "settings"
+
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)

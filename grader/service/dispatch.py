@@ -1,0 +1,313 @@
+"""The dispatcher of a grading server: jobs out of the gradebook's queue, grades back into it.
+
+One thread of the `grader serve` process runs `Dispatcher.step` in a loop: expire() the leases
+that ran out (another server died), collect the gradings that finished, renew the leases still
+running every LEASE_SECONDS / 4, then lease as many queued jobs as there are free worker slots
+and hand them to the executor. It wakes at once when this process stores an upload (`wake`) and
+polls every POLL_SECONDS for the uploads of other `grader serve` processes on the same gradebook.
+
+The grading itself happens in worker processes, never here: a warm pool of spawned processes
+(`WarmPool`, grader.batch.local_pool: the batch's own workers, kept for the server's life) or a
+Dask cluster (`DaskExecutor`, grader.batch.DaskCluster). A worker receives plain data (the
+learner's files) and returns plain data (grader.batch.grade_task), which grader.batch._outcome
+turns into an Outcome exactly as a batch does.
+
+What comes back decides the job (grader.store.queue.Queue):
+- `graded` or `unreadable`: complete(), which writes the grade only while the lease is still ours;
+  a lost lease (this process stalled, another server took the job) drops the late result.
+- `error` (the grader failed, a worker died) and `refused` (the jail failed its self-check):
+  fail(), an infrastructure failure: queued again, a dead letter after JOB_ATTEMPTS, never the
+  learner's grade (a batch records a given-up crash grade; a server must not charge the learner).
+  `refused` is logged loudly and pauses leasing for a lease's length, so that a broken jail does
+  not burn every queued job's attempts in a few seconds.
+- A worker killed (BrokenProcessPool) fails the leases that pool held, and only those; a fresh
+  pool is made for the next jobs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from concurrent.futures import CancelledError
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from grader.limits import LEASE_SECONDS
+from grader.models import Exercise
+
+log = logging.getLogger("grader.service")
+
+POLL_SECONDS = 0.5  # how often the queue is looked at for other processes' uploads
+
+
+class Executor(Protocol):
+    """Where gradings run: `slots` at a time; `submit` returns a future of grade_task's dict."""
+
+    slots: int
+    generation: int  # bumped by renew(): futures of an older generation are of a dead pool
+
+    def submit(self, task: dict) -> Any: ...
+    def renew(self) -> None: ...
+    def close(self) -> None: ...
+    def describe(self) -> str: ...
+
+
+class WarmPool:
+    """Spawned grading processes on this machine (grader.batch.local_pool), kept warm: their
+    zygotes have imported torch before the first upload arrives."""
+
+    def __init__(self, workers: int):
+        from grader.batch import local_pool
+
+        self.slots = max(1, workers)
+        self.generation = 0
+        self._make = lambda: local_pool(self.slots, warm="full")
+        self.pool = self._make()
+
+    def describe(self) -> str:
+        return f"local pool of {self.slots} worker process{'es' if self.slots > 1 else ''}"
+
+    def submit(self, task: dict):
+        from grader.batch import grade_task
+
+        return self.pool.submit(grade_task, task)
+
+    def renew(self) -> None:
+        """A fresh pool after a worker died (a broken pool takes no more work)."""
+        old, self.pool = self.pool, self._make()
+        self.generation += 1
+        _terminate(old)
+
+    def close(self) -> None:
+        _terminate(self.pool)
+
+
+def _terminate(pool) -> None:
+    """Stop a pool now: its gradings are leases that expire() or resume() hands out again, so
+    nothing is lost by not waiting for them (a grading may take minutes)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            process.kill()
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
+
+class DaskExecutor:
+    """An existing Dask distributed cluster (grader.batch.DaskCluster), as many slots as threads."""
+
+    def __init__(self, address: str):
+        from grader.batch import DaskCluster
+
+        self.cluster = DaskCluster(address)
+        self.generation = 0
+        try:
+            workers = self.cluster.client.scheduler_info().get("workers", {})
+            self.slots = max(1, sum(w.get("nthreads", 1) for w in workers.values()))
+        except Exception:  # noqa: BLE001 - a cluster that does not say: one at a time
+            self.slots = 1
+        self._stamp = f"{os.getpid()}-{int(time.time() * 1000)}"
+
+    def describe(self) -> str:
+        return self.cluster.describe()
+
+    def submit(self, task: dict):
+        from grader.batch import grade_task
+
+        key = f"grade-job-{task['job_id']}-{task['attempt']}-{self._stamp}"
+        return self.cluster.client.submit(grade_task, task, pure=False, key=key)
+
+    def renew(self) -> None:
+        self.generation += 1  # Dask replaces its own dead workers
+
+    def close(self) -> None:
+        self.cluster.close(cancel=True)
+
+
+@dataclass
+class Running:
+    lease: Any  # grader.store.queue.Lease
+    future: Any
+    generation: int
+    started: float
+    lost: bool = False  # the heartbeat found the lease gone: the result will be dropped
+
+
+class Dispatcher:
+    """Leases jobs of `queue` and grades them on `executor`; see the module's docstring."""
+
+    def __init__(
+        self,
+        queue,
+        exercises: dict[str, Exercise],
+        executor: Executor,
+        *,
+        poll_seconds: float = POLL_SECONDS,
+        heartbeat_seconds: float = LEASE_SECONDS / 4,
+        pause_seconds: float = LEASE_SECONDS,
+    ):
+        self.queue = queue
+        self.exercises = exercises
+        self.executor = executor
+        self.poll_seconds = poll_seconds
+        self.heartbeat_seconds = heartbeat_seconds
+        self.pause_seconds = pause_seconds
+        self.running: dict[int, Running] = {}  # job id ->
+        self.paused_until = 0.0  # monotonic: no leasing before this (a refusing jail)
+        self._next_heartbeat = 0.0
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- the thread
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="grader-dispatcher", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """A new upload in this process: look at the queue now, not at the next poll."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.executor.close()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()  # before the step: a wake during it is not lost
+            try:
+                self.step()
+            except Exception:  # e.g. the database briefly unreachable: try again
+                log.exception("dispatcher: a step failed; trying again")
+            self._wake.wait(self.poll_seconds)
+
+    # -- one step
+
+    def step(self) -> None:
+        """Collect, heartbeat, expire, lease and submit: what the thread does every wake-up."""
+        self.collect()
+        now = time.monotonic()
+        if self.running and now >= self._next_heartbeat:
+            self.heartbeat()
+        self.queue.expire()
+        free = self.executor.slots - len(self.running)
+        if free > 0 and now >= self.paused_until:
+            for lease in self.queue.lease(free):
+                self.submit(lease)
+
+    def submit(self, lease) -> None:
+        if lease.exercise not in self.exercises:
+            self.queue.fail(lease, f"this server does not serve the exercise {lease.exercise}")
+            log.error("job %s: exercise %s is not served here; failed", lease.job_id, lease.exercise)
+            return
+        task = {
+            "submission_id": lease.submission_id,
+            "exercise": lease.exercise,
+            "version": lease.version,
+            "learner": lease.learner,
+            "files": lease.files,
+            "job_id": lease.job_id,
+            "attempt": lease.attempt,
+        }
+        try:
+            future = self.executor.submit(task)
+        except (BrokenProcessPool, RuntimeError):  # the pool broke since the last collect
+            self.executor.renew()
+            future = self.executor.submit(task)
+        future.add_done_callback(lambda _f: self._wake.set())
+        self.running[lease.job_id] = Running(lease, future, self.executor.generation, time.monotonic())
+        if len(self.running) == 1:  # the first of a busy spell: renew a quarter lease from now
+            self._next_heartbeat = time.monotonic() + self.heartbeat_seconds
+
+    def heartbeat(self) -> None:
+        """Renew the leases still running; a lost one's result will be dropped when it comes."""
+        held = [r.lease for r in self.running.values() if not r.lost]
+        for job_id in self.queue.heartbeat(held) if held else []:
+            r = self.running.get(job_id)
+            if r is not None and not r.lost:
+                r.lost = True
+                r.future.cancel()
+                log.warning(
+                    "job %s: lease lost (another server has it now); its result will be dropped", job_id
+                )
+        self._next_heartbeat = time.monotonic() + self.heartbeat_seconds
+
+    def collect(self) -> None:
+        """Record every grading that finished; renew the pool if a worker died."""
+        broken = False
+        for job_id, r in list(self.running.items()):
+            if not r.future.done():
+                continue
+            del self.running[job_id]
+            if r.lost:
+                log.info("job %s: result of a lost lease dropped", job_id)
+                continue
+            result: dict | BaseException
+            try:
+                result = r.future.result()
+            except BrokenProcessPool as exc:
+                result = exc
+                broken |= r.generation == self.executor.generation
+            except (CancelledError, Exception) as exc:  # noqa: BLE001 - Dask: KilledWorker, a lost connection
+                result = exc
+            try:
+                self.finish(r, result)
+            except Exception:  # not recorded: the lease runs out and the job is retried
+                log.exception(
+                    "job %s: could not record its outcome; it is retried when its lease expires", job_id
+                )
+        if broken:
+            log.warning("dispatcher: a worker process died; its jobs are retried on a fresh pool")
+            self.executor.renew()
+
+    def finish(self, r: Running, result: dict | BaseException) -> None:
+        from grader.batch import _outcome
+
+        lease = r.lease
+        exercise = self.exercises[lease.exercise]
+        outcome = _outcome(exercise, lease.learner, result)
+        took = time.monotonic() - r.started
+        where = f"job {lease.job_id} (upload {lease.upload_id}, {lease.learner}, {lease.exercise})"
+        if outcome.status in ("graded", "unreadable"):
+            run = self.queue.complete(lease, outcome)
+            if run is None:
+                log.warning("%s: lease lost before its grade came back; the late grade is dropped", where)
+                return
+            if outcome.status == "unreadable":  # the learner's file did not parse: no token spent
+                self.queue.refund(lease.upload_id)
+            g = outcome.grade
+            log.info(
+                "%s: %s %g/%g%s in %.1f s on %s",
+                where,
+                outcome.status,
+                g.score,
+                g.max_score,
+                " passed" if g.passed else "",
+                took,
+                outcome.worker or self.executor.describe(),
+            )
+            return
+        error = outcome.grade.error
+        message = str(error.message) if error is not None else outcome.status
+        state = self.queue.fail(lease, message)
+        if outcome.status == "refused":
+            self.paused_until = time.monotonic() + self.pause_seconds
+            log.error(
+                "%s: THE JAIL REFUSED TO GRADE (it failed its self-check): %s; job %s, "
+                "no leasing for %.0f s. Run `grader doctor` on this machine.",
+                where,
+                message[:500],
+                state,
+                self.pause_seconds,
+            )
+        else:
+            log.warning(
+                "%s: the grader failed (attempt %s): %s; job %s", where, lease.attempt, message[:500], state
+            )

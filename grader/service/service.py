@@ -1,0 +1,514 @@
+"""The grading server's imperative shell: what the HTTP routes (app.py) and pages (pages.py) call.
+
+`Service` holds the gradebook, its queue, the course policy and the exercises this server
+grades; each method takes the caller's Account and answers with plain data (the API's JSON) or
+raises `Refused` (grader.errors: status, code, field, Retry-After). No FastAPI here, and no
+learner code: uploads are read as data (grader/sources.py's archive rules) and stored with their
+job in one transaction; the dispatcher grades them in worker processes.
+
+Who sees what: a student sees only their own uploads (another learner's id is `None`, which the
+routes answer 404 exactly like a missing one) and each grade as policy.visible_view makes it now;
+an instructor sees every upload and the full grade (the lateness penalty applied, nothing hidden).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import threading
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from grader.errors import Refused, SourceError
+from grader.limits import QUEUE_RETRY_SECONDS, UPLOAD_BYTES, UPLOAD_FILES
+from grader.locale import Message, message_of, msg
+from grader.models import Exercise, Grade
+
+if TYPE_CHECKING:
+    from grader.service.policy import CoursePolicy, Deadlines, Lateness
+    from grader.store import Gradebook
+    from grader.store.accounts import Account
+    from grader.store.queue import Queue, Upload
+
+INSTRUCTOR = "instructor"
+FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(when: datetime | None) -> str | None:
+    return None if when is None else when.astimezone(UTC).isoformat()
+
+
+def not_found(message: Message | None = None, field: str | None = None) -> Refused:
+    """The one answer for a missing id and for another learner's: nothing tells them apart."""
+    return Refused(404, "not-found", message or msg("no such submission"), field)
+
+
+def forbidden() -> Refused:
+    return Refused(403, "forbidden", msg("this needs an instructor's token"))
+
+
+def retry_seconds(at: datetime | None, now: datetime) -> int | None:
+    """Whole seconds from now until `at` (at least 1), for a Retry-After header."""
+    return None if at is None else max(1, math.ceil((at - now).total_seconds()))
+
+
+@dataclass
+class Service:
+    gradebook: Gradebook
+    queue: Queue
+    policy: CoursePolicy
+    exercises: dict[str, Exercise]
+    versions: dict[str, int]  # exercise -> the id of the version this server grades
+    clock: Callable[[], datetime] = utcnow
+    notify: Callable[[], None] = lambda: None  # the dispatcher's wake(): an upload was queued
+    _admitting: dict[str, threading.Lock] = field(default_factory=dict)  # learner -> its lock
+    _locks_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- opening
+
+    @classmethod
+    def open(cls, db: str, course: Path | None = None, *, clock=utcnow) -> Service:
+        """The gradebook at `db` (created when missing), the course policy (None: open, no limits),
+        and every exercise of GRADER_EXERCISES_DIR with its version registered in the gradebook."""
+        from grader.batch import exercise_version
+        from grader.exercises import all_exercises
+        from grader.service.policy import load_policy
+        from grader.store import Gradebook
+        from grader.store.queue import Queue
+
+        exercises = {e.id: e for e in all_exercises()}
+        policy = load_policy(course, exercises)
+        gradebook = Gradebook(db)
+        try:
+            versions = {
+                e.id: gradebook.exercise_version(e.id, exercise_version(e.id), e.points, e.title.en)
+                for e in exercises.values()
+            }
+            queue = Queue(gradebook)  # owner host:pid:random, which resume() reads
+        except BaseException:
+            gradebook.close()
+            raise
+        return cls(gradebook, queue, policy, exercises, versions, clock=clock)
+
+    def close(self) -> None:
+        self.gradebook.close()
+
+    # -- accounts
+
+    def authenticate(self, token: str):
+        from grader.store.accounts import authenticate
+
+        return authenticate(self.gradebook, token) if token else None
+
+    def me(self, account: Account) -> dict:
+        spent = self.queue.late_days_spent(account.learner)
+        total = self.policy.late_days
+        return {
+            "learner": account.learner,
+            "name": account.name,
+            "role": account.role,
+            "late_days": {"total": total, "spent": spent, "left": max(0, total - spent)},
+        }
+
+    # -- exercises
+
+    def exercise(self, exercise_id: str) -> Exercise:
+        found = self.exercises.get(exercise_id)
+        if found is None:
+            raise not_found(msg("no such exercise"), "exercise")
+        return found
+
+    def _deadlines(self, exercise: str, learner: str, extensions=None):
+        from grader.service.policy import deadlines
+
+        extensions = self.queue.extensions() if extensions is None else extensions
+        return deadlines(self.policy, exercise, learner, extensions)
+
+    def exercise_list(self, account: Account) -> list[dict]:
+        now, extensions = self.clock(), self.queue.extensions()
+        out = []
+        for ex in self.exercises.values():
+            d = self._deadlines(ex.id, account.learner, extensions)
+            out.append(
+                {
+                    "id": ex.id,
+                    "kind": ex.kind,
+                    "title": {"en": ex.title.en, "zh-TW": ex.title.zh_TW},
+                    "day": ex.day,
+                    "files": list(ex.files),
+                    "points": ex.points,
+                    "opens": iso(d.opens),
+                    "due": iso(d.due),
+                    "closes": iso(d.closes),
+                    "open": (d.opens is None or d.opens <= now) and (d.closes is None or now < d.closes),
+                }
+            )
+        return out
+
+    def starter(self, account: Account, exercise_id: str) -> bytes:
+        """The starter files as a zip; a quiz's sheet is the caller's own variant."""
+        from grader.exercises import exercise_dir
+        from grader.quiz import starter_text
+
+        ex = self.exercise(exercise_id)
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name in ex.files:
+                if ex.kind == "quiz":
+                    zf.writestr(name, starter_text(ex, account.learner))
+                else:
+                    zf.writestr(name, (exercise_dir(ex.id) / "starter" / name).read_bytes())
+        return buf.getvalue()
+
+    # -- uploads
+
+    def read_upload(self, exercise: Exercise, body: bytes) -> dict[str, bytes]:
+        """The learner files of an uploaded zip, by grader/sources.py's rules; Refused 422
+        `bad-upload` (field "body") naming the reason when it cannot be graded as sent."""
+        from grader.sources import match_files, read_zip
+
+        def bad(reason) -> Refused:
+            return Refused(
+                422, "bad-upload", msg("the upload cannot be read: {reason}", reason=reason), "body"
+            )
+
+        if len(body) > UPLOAD_BYTES:  # the app stops reading sooner; a caller that is not the app
+            raise Refused(413, "too-large", too_large(UPLOAD_BYTES), "body")
+        try:
+            tree = read_zip(body, exercise, max_members=UPLOAD_FILES, label="the upload")
+        except SourceError as exc:
+            raise bad(message_of(exc)) from None
+        files, problem = match_files(exercise, tree)
+        if problem is not None:
+            raise bad(problem)
+        if not files:
+            raise bad(msg("it holds none of the files {files}", files=", ".join(exercise.files)))
+        return files
+
+    def _lock(self, learner: str) -> threading.Lock:
+        with self._locks_lock:
+            return self._admitting.setdefault(learner, threading.Lock())
+
+    def submit(
+        self,
+        account,
+        exercise_id: str,
+        body: bytes,
+        *,
+        idempotency_key: str | None = None,
+        use_late_day: bool = False,
+    ) -> tuple[dict, bool]:
+        """Store one upload and queue its grading; (the Submission JSON, whether it is new).
+
+        In this order, each refusal leaving nothing stored and no rate-limit token spent: the
+        archive (422), a replay of the same Idempotency-Key (the first upload, 200, whatever the
+        limit says now), the course policy (409 closed / not-open, 429 rate-limited), the queue's
+        depth (429 queue-full). One learner's uploads are admitted one at a time in this process,
+        so two at once cannot both take the last token (several servers: see the README)."""
+        from grader.service.policy import PastUpload, admit
+        from grader.store import Incoming
+        from grader.store.queue import QueueFull
+
+        if account.role == INSTRUCTOR:
+            raise Refused(403, "forbidden", msg("submissions are made with a student's token"))
+        ex = self.exercise(exercise_id)
+        files = self.read_upload(ex, body)
+        with self._lock(account.learner):
+            if idempotency_key is not None:
+                earlier = self.queue.upload_by_key(account.learner, idempotency_key)
+                if earlier is not None:
+                    return self._submission_json(account, earlier), False
+            now = self.clock()
+            extensions = self.queue.extensions()
+            past = [
+                PastUpload(received_at=u.received_at, refunded=u.refunded, late_days_spent=u.late_days_spent)
+                for u in self.queue.uploads(account.learner, ex.id)
+            ]
+            left = max(0, self.policy.late_days - self.queue.late_days_spent(account.learner))
+            admission = admit(
+                self.policy,
+                ex.id,
+                account.learner,
+                now,
+                past,
+                extensions=extensions,
+                late_days_left=left,
+                use_late_day=use_late_day,
+            )
+            if not admission.admitted:
+                raise self._refusal(admission, now)
+            try:
+                upload = self.queue.submit(
+                    account.learner,
+                    ex.id,
+                    self.versions[ex.id],
+                    Incoming(learner=account.learner, files=files, name=account.name, layout="server"),
+                    idempotency_key=idempotency_key,
+                    received_at=now,
+                    use_late_day=use_late_day,
+                    late_days_spent=admission.late_days_spent,
+                )
+            except QueueFull as exc:
+                raise Refused(
+                    429,
+                    "queue-full",
+                    msg("the grading queue is full ({depth} waiting); try again shortly", depth=exc.depth),
+                    retry_after=getattr(exc, "retry_after", QUEUE_RETRY_SECONDS),
+                ) from None
+        self.notify()
+        return self._submission_json(account, upload), upload.created
+
+    @staticmethod
+    def _refusal(admission, now: datetime) -> Refused:
+        status = {"rate-limited": 429}.get(admission.reason or "", 409)
+        message = admission.message or msg("this submission is not accepted now")
+        return Refused(
+            status,
+            admission.reason or "closed",
+            message,
+            retry_after=retry_seconds(admission.retry_at, now),
+        )
+
+    # -- reading uploads
+
+    def _own_upload(self, account: Account, upload_id: int) -> Upload | None:
+        """The upload if the caller may see it, else None (missing and another's look the same)."""
+        upload = self.queue.upload(upload_id)
+        if upload is None or (account.role != INSTRUCTOR and upload.learner != account.learner):
+            return None
+        return upload
+
+    def _view(
+        self, account: Account, upload: Upload, deadlines: Deadlines, lateness: Lateness
+    ) -> Grade | None:
+        """The grade as the caller may see it now: a student's through policy.visible_view; an
+        instructor's with every check shown (the lateness penalty applied to both)."""
+        from grader.service.policy import visible_view
+
+        if upload.grade is None:
+            return None
+        released_at: datetime | None
+        if account.role == INSTRUCTOR:  # every visibility has applied for a reader in the far future
+            now, released_at = FAR_FUTURE, datetime.min.replace(tzinfo=UTC)
+        else:
+            now, released_at = self.clock(), self.queue.releases().get(upload.exercise)
+        return visible_view(
+            upload.grade,
+            self.policy,
+            upload.exercise,
+            now=now,
+            deadlines=deadlines,
+            released_at=released_at,
+            lateness=lateness,
+        )
+
+    def _submission_json(self, account: Account, upload: Upload, *, siblings=None, extensions=None) -> dict:
+        from grader.service.policy import counted, lateness
+        from reports import render
+
+        d = self._deadlines(upload.exercise, upload.learner, extensions)
+        late = lateness(self.policy, upload.exercise, upload.received_at, d, upload.late_days_spent)
+        view = self._view(account, upload, d, late)
+        if siblings is None:
+            siblings = self.queue.uploads(upload.learner, upload.exercise)
+        counts = counted(self.policy, upload.exercise, siblings, d)
+        return {
+            "id": upload.id,
+            "exercise": upload.exercise,
+            "learner": upload.learner,
+            "status": upload.status,
+            "received_at": iso(upload.received_at),
+            "digest": upload.digest,
+            "files": [{"name": n, "size": s} for n, s in sorted(upload.files.items())],
+            "late": {"minutes": late.minutes, "days": late.days, "penalty": late.penalty},
+            "use_late_day": upload.use_late_day,
+            "late_days_spent": upload.late_days_spent,
+            "chosen": upload.chosen,
+            "counted": counts == upload.id,
+            "score": view.score if view else None,
+            "max_score": view.max_score
+            if view
+            else self.exercises[upload.exercise].points
+            if upload.exercise in self.exercises
+            else None,
+            "passed": view.passed if view else None,
+            "grade": json.loads(render(view, "json")) if view else None,
+        }
+
+    def submission(self, account: Account, upload_id: int) -> dict | None:
+        upload = self._own_upload(account, upload_id)
+        return None if upload is None else self._submission_json(account, upload)
+
+    def submissions(
+        self, account: Account, exercise: str | None = None, learner: str | None = None
+    ) -> list[dict]:
+        if account.role != INSTRUCTOR:
+            learner = account.learner  # a student's own, whatever they asked for
+        uploads = self.queue.uploads(learner, exercise)
+        extensions = self.queue.extensions()
+        groups: dict[tuple[str, str], list] = {}
+        for u in uploads:
+            groups.setdefault((u.learner, u.exercise), []).append(u)
+        return [
+            self._submission_json(account, u, siblings=groups[u.learner, u.exercise], extensions=extensions)
+            for u in uploads
+        ]
+
+    def visible_grade(self, account: Account, upload_id: int) -> Grade | None:
+        """The grade a report renders for this caller now; None: no such upload for them, or not graded."""
+        from grader.service.policy import lateness
+
+        upload = self._own_upload(account, upload_id)
+        if upload is None or upload.grade is None:
+            return None
+        d = self._deadlines(upload.exercise, upload.learner)
+        late = lateness(self.policy, upload.exercise, upload.received_at, d, upload.late_days_spent)
+        return self._view(account, upload, d, late)
+
+    def report(self, account: Account, upload_id: int, fmt: str = "text", lang: str = "en") -> str:
+        """reports.render of the visible grade; 404 for no such upload, 409 `not-graded` before its grade."""
+        from reports import render
+
+        if self._own_upload(account, upload_id) is None:
+            raise not_found()
+        view = self.visible_grade(account, upload_id)
+        if view is None:
+            raise Refused(409, "not-graded", msg("this submission is not graded yet"))
+        return render(view, fmt, lang)
+
+    def choose(self, account: Account, upload_id: int) -> dict:
+        upload = self._own_upload(account, upload_id)
+        if upload is None or upload.learner != account.learner:
+            raise not_found()
+        self.queue.choose(upload_id)
+        return self.submission(account, upload_id) or {}
+
+    # -- status and the class
+
+    def status(self, account: Account, exercise: str | None = None) -> list[dict]:
+        """Per exercise: the caller's dates, uploads, the one that counts and its score, the
+        rate limit's tokens left (None: no limit) and when the next upload would be taken."""
+        from grader.service.policy import PastUpload, admit, counted, tokens_left
+
+        if exercise is not None:
+            self.exercise(exercise)
+        now, extensions = self.clock(), self.queue.extensions()
+        mine = self.queue.uploads(account.learner, exercise)
+        left_days = max(0, self.policy.late_days - self.queue.late_days_spent(account.learner))
+        out = []
+        for ex in [exercise] if exercise else list(self.exercises):
+            uploads = [u for u in mine if u.exercise == ex]
+            d = self._deadlines(ex, account.learner, extensions)
+            counts = counted(self.policy, ex, uploads, d)
+            chosen = next((u for u in uploads if u.id == counts), None)
+            view = (
+                self._submission_json(account, chosen, siblings=uploads, extensions=extensions)
+                if chosen
+                else None
+            )
+            past = [PastUpload(u.received_at, u.refunded, u.late_days_spent) for u in uploads]
+            left, _refill = tokens_left(self.policy, ex, account.learner, now, past, due=d.due)
+            admission = admit(
+                self.policy,
+                ex,
+                account.learner,
+                now,
+                past,
+                extensions=extensions,
+                late_days_left=left_days,
+                use_late_day=False,
+            )
+            out.append(
+                {
+                    "exercise": ex,
+                    "deadlines": {"opens": iso(d.opens), "due": iso(d.due), "closes": iso(d.closes)},
+                    "submissions": len(uploads),
+                    "counted": counts,
+                    "score": view["score"] if view else None,
+                    "max_score": self.exercises[ex].points,
+                    "tokens_left": left,
+                    "next_submission_at": iso(now) if admission.admitted else iso(admission.retry_at),
+                }
+            )
+        return out
+
+    def class_grades(self, exercise: str) -> list[dict]:
+        """Per learner who uploaded: the upload that counts and its grade (penalty applied)."""
+        from grader.service.policy import counted, lateness
+        from grader.store.accounts import Account
+
+        self.exercise(exercise)
+        extensions = self.queue.extensions()
+        by_learner: dict[str, list] = {}
+        for u in self.queue.uploads(None, exercise):
+            by_learner.setdefault(u.learner, []).append(u)
+        staff = Account(id=0, learner="", name=None, role=INSTRUCTOR)
+        out = []
+        for learner, uploads in sorted(by_learner.items()):
+            d = self._deadlines(exercise, learner, extensions)
+            counts = counted(self.policy, exercise, uploads, d)
+            chosen = next((u for u in uploads if u.id == counts), None)
+            late = view = None
+            if chosen is not None:
+                late = lateness(self.policy, exercise, chosen.received_at, d, chosen.late_days_spent)
+                view = self._view(staff, chosen, d, late)
+            who = self.gradebook.learner(learner) or {}
+            out.append(
+                {
+                    "learner": learner,
+                    "name": who.get("name"),
+                    "submission": counts,
+                    "submissions": len(uploads),
+                    "score": view.score if view else None,
+                    "max_score": self.exercises[exercise].points,
+                    "passed": view.passed if view else None,
+                    "late": {"minutes": late.minutes, "days": late.days, "penalty": late.penalty}
+                    if late
+                    else None,
+                }
+            )
+        return out
+
+    # -- instructors
+
+    def add_extension(
+        self, account, learner: str, exercise: str, due: datetime, closes=None, reason=""
+    ) -> dict:
+        self.exercise(exercise)
+        if closes is not None and closes < due:
+            raise Refused(422, "invalid", msg("closes must not be before due"), "closes")
+        self.queue.add_extension(learner, exercise, due, closes, reason=reason, author=account.learner)
+        d = self._deadlines(exercise, learner)
+        return {
+            "learner": learner,
+            "exercise": exercise,
+            "deadlines": {"opens": iso(d.opens), "due": iso(d.due), "closes": iso(d.closes)},
+        }
+
+    def release(self, account: Account, exercise: str) -> dict:
+        self.exercise(exercise)
+        when = self.queue.release(exercise, author=account.learner)
+        return {"exercise": exercise, "released_at": iso(when)}
+
+    def queue_info(self) -> dict:
+        stats = dict(self.queue.stats())
+        return {**stats, "dead_letters": self.queue.dead_letters()}
+
+    def retry(self, job_id: int) -> dict:
+        if not self.queue.retry(job_id):
+            raise not_found(msg("no such job waiting for a retry"), "job")
+        self.notify()
+        return {"job": job_id, "status": "queued"}
+
+
+def too_large(limit: int) -> Message:
+    return msg("the request body is larger than {size} KiB", size=limit // 1024)
