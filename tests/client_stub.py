@@ -59,6 +59,7 @@ class Stub:
         self.exercises = [dict(e) for e in EXERCISES]
         self.uploads: list[dict] = []  # what was stored, in order
         self.posts: list[dict] = []  # every upload request that arrived (key, size)
+        self.languages: list[str | None] = []  # the Accept-Language of every request
         self.polls: dict[int, int] = {}
         self.drop_posts = 0
         self.refuse: tuple[int, dict, dict] | None = None  # status, error object, headers
@@ -100,6 +101,7 @@ class Stub:
         parts = urlsplit(h.path)
         path, query = parts.path, {k: v[0] for k, v in parse_qs(parts.query).items()}
         body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        self.languages.append(h.headers.get("Accept-Language"))
         if path == "/api/v1/health":
             return self.send(h, 200, {"status": "ok", "version": "stub"})
         if h.headers.get("Authorization") != f"Bearer {TOKEN}":

@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 from client_stub import TOKEN, Stub, digest, retry_in
 
-from grader.cli import GRADING_MODULES, main
+from grader.cli import GRADING_IMPORTS, GRADING_MODULES, main
 from grader.client import api as client_api
 from grader.client.config import check_token_url, is_loopback, normalize_server, read_login, save_login
 from grader.client.errors import ClientError, Refused, ServerFailure, from_answer, retry_after
@@ -197,6 +197,7 @@ def test_wait_prints_the_report_and_exits_as_grader_grade(logged_in, tmp_path, p
     assert result.exit_code == code, result.output
     assert result.stdout == f"REPORT 100 format=json lang=zh-TW passed={passed}\n"  # the report alone
     assert logged_in.polls[100] == 3
+    assert set(logged_in.languages) == {"zh-TW"}  # the server words its errors in the learner's language
     assert "\r" not in result.stderr  # no spinner: stderr is not a terminal
 
 
@@ -554,8 +555,33 @@ def test_a_grading_command_on_the_student_install_says_which_install_it_needs(ar
     assert "submit" in out.stdout and "grade" in out.stdout, out.stderr
 
 
+def test_a_command_that_meets_a_grading_module_late_says_so_too(tmp_path):
+    """`starter` needs no grading install for a code exercise, but a quiz's variant imports what
+    grades: the ModuleNotFoundError is caught where the command runs, with the same message."""
+    code = BLOCKER % (sorted(GRADING_MODULES),) + PROBE % (HEAVY,)
+    out = subprocess.run(
+        [sys.executable, "-c", code, "starter", "day45-quiz", str(tmp_path / "q")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1])["code"] == 2, out.stderr
+    assert "needs the grading install" in out.stderr and "Traceback" not in out.stderr
+    out = subprocess.run(
+        [sys.executable, "-c", code, "starter", "day49-data", str(tmp_path / "d")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1])["code"] == 0, out.stderr
+    assert (tmp_path / "d" / "data.py").is_file()
+
+
 def test_grading_modules_cover_the_grading_extra():
-    """Each distribution of the [grading] extra imports as a name in GRADING_MODULES."""
+    """Each distribution of the [grading] extra imports as one name of GRADING_IMPORTS, and each
+    of those is a distribution of the extra."""
     import importlib.metadata as md
     import re
 
@@ -563,11 +589,15 @@ def test_grading_modules_cover_the_grading_extra():
         "grading"
     ]
     by_dist: dict[str, set[str]] = {}
+    covered = set()
     for module, dists in md.packages_distributions().items():
         for d in dists:
             by_dist.setdefault(re.sub(r"[-_.]+", "-", d).lower(), set()).add(module)
     for requirement in extra:
         name = re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.-]+", requirement)[0]).lower()
-        assert by_dist.get(name, set()) & GRADING_MODULES, (requirement, by_dist.get(name))
+        [module] = by_dist.get(name, set()) & set(GRADING_IMPORTS) or [None]
+        assert module is not None, (requirement, by_dist.get(name))
+        covered.add(module)
+    assert covered == set(GRADING_IMPORTS)
     base = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert sorted(re.match(r"[a-z]+", r)[0] for r in base) == ["click", "httpx", "pydantic"]

@@ -17,6 +17,7 @@ now: closed, not open, over the limit) and 4 (a failure on the server's side).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 import click
@@ -43,32 +44,39 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("grader.cli.client", "history"),
 }
 
-# The import names of the `[grading]` extra (pyproject.toml) and of what they bring: a
-# ModuleNotFoundError for one of these means the student install (tests/test_client.py holds
-# this list to the extra).
-GRADING_MODULES = frozenset(
-    {
-        "torch",
-        "numpy",
-        "jinja2",
-        "markupsafe",
-        "pytest",
-        "_pytest",
-        "pluggy",
-        "msgpack",
-        "sqlalchemy",
-        "alembic",
-        "psycopg",
-        "distributed",
-        "dask",
-        "tqdm",
-        "yaml",
-        "babel",
-        "fastapi",
-        "starlette",
-        "uvicorn",
-    }
+# The commands that grade, or open a gradebook: only the `[grading]` install has what they import.
+GRADING_COMMANDS = frozenset(
+    {"grade", "batch", "regrade", "mutants", "doctor", "gradebook", "serve", "tokens"}
 )
+
+# The import names of the `[grading]` extra's distributions (pyproject.toml; tests/test_client.py
+# holds the two equal): a grading command first checks that they are all there ...
+GRADING_IMPORTS = (
+    "torch",
+    "numpy",
+    "jinja2",
+    "pytest",
+    "msgpack",
+    "sqlalchemy",
+    "alembic",
+    "psycopg",
+    "distributed",
+    "tqdm",
+    "yaml",
+    "babel",
+    "fastapi",
+    "uvicorn",
+    "packaging",
+)
+# ... and a ModuleNotFoundError for one of these (or what they bring) still means that install
+GRADING_MODULES = frozenset({*GRADING_IMPORTS, "markupsafe", "_pytest", "pluggy", "dask", "starlette"})
+
+
+def grading_installed() -> bool:
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in GRADING_IMPORTS)
+    except ImportError:  # a finder that refuses the name outright
+        return False
 
 
 def needs_grading_install(exc: BaseException) -> bool:
@@ -97,6 +105,8 @@ class GraderCommands(click.Group):
     def get_command(self, ctx, cmd_name):
         if cmd_name in self.commands or cmd_name not in COMMANDS:
             return super().get_command(ctx, cmd_name)
+        if cmd_name in GRADING_COMMANDS and not grading_installed():
+            return _needs_grading(cmd_name)
         module_name, attribute = COMMANDS[cmd_name]
         try:
             module = importlib.import_module(module_name)
@@ -141,6 +151,8 @@ __all__ = [
     "EXIT_FAIL",
     "EXIT_PASS",
     "EXIT_USAGE",
+    "GRADING_COMMANDS",
+    "GRADING_IMPORTS",
     "GRADING_MODULES",
     "get_exercise",
     "main",

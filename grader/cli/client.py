@@ -78,7 +78,7 @@ def hints(exc: GraderError) -> list:
     return out
 
 
-def connect(insecure: bool, server: str | None = None):
+def connect(insecure: bool, lang: str = "en", server: str | None = None):
     """The Api of the logged-in server (GRADER_SERVER / GRADER_TOKEN override the login file)."""
     from grader.client.api import Api
     from grader.client.config import read_login
@@ -90,7 +90,7 @@ def connect(insecure: bool, server: str | None = None):
         raise ClientError(
             msg("not logged in to {server}: run grader login --server {server}", server=login.server)
         )
-    return Api(login.server, login.token, insecure=insecure)
+    return Api(login.server, login.token, insecure=insecure, lang=lang)
 
 
 # -- grader login ------------------------------------------------------------------------------
@@ -114,7 +114,7 @@ def login(server, token, insecure, lang):
     token = token.strip()
     if not token:
         raise ClientError(msg("--token: empty"))
-    with Api(server, token, insecure=insecure) as api:
+    with Api(server, token, insecure=insecure, lang=lang) as api:
         me = api.me()
     path = save_login(server, token)
     echo(
@@ -162,7 +162,7 @@ def submit(exercise, path: Path, wait, fmt, lang, use_late_day, insecure):
     passed, 3 refused for now, 4 a failure on the server's side."""
     from grader.client.packing import pack
 
-    with connect(insecure) as api:
+    with connect(insecure, lang) as api:
         info = api.exercise(exercise)
         packed = pack(info.exercise(), path)
         for name in sorted(packed.files):
@@ -230,7 +230,7 @@ STATUSES = {
     "queued": msg("queued"),
     "grading": msg("grading"),
     "graded": msg("graded"),
-    "failed": msg("failed"),
+    "failed": msg("could not be graded"),  # the server's failure; "failed" reads as "did not pass"
 }
 
 
@@ -268,7 +268,7 @@ def print_json(data) -> None:
 @client_command
 def status(exercise, fmt, lang, insecure):
     """Your exercises (or EXERCISE): deadlines, submissions, the one that counts, submissions left."""
-    with connect(insecure) as api:
+    with connect(insecure, lang) as api:
         if fmt == "json":
             print_json(api.raw("/status", **({"exercise": exercise} if exercise else {})))
             return
@@ -295,7 +295,7 @@ def status(exercise, fmt, lang, insecure):
                     r.counted,
                     show.score(r.score, r.max_score),
                     r.tokens_left,
-                    show.when(r.next_submission_at),
+                    show.when(r.next_submission_at) if show.later(r.next_submission_at) else "-",
                 ]
                 for r in rows
             ],
@@ -312,7 +312,7 @@ def status(exercise, fmt, lang, insecure):
 @client_command
 def history(exercise, fmt, lang, insecure):
     """Your submissions of EXERCISE, oldest first (* marks the one that counts)."""
-    with connect(insecure) as api:
+    with connect(insecure, lang) as api:
         if fmt == "json":
             print_json(api.raw("/submissions", exercise=exercise))
             return
@@ -354,7 +354,7 @@ def server_starter(exercise: str, directory: Path, server: str, insecure: bool, 
     you (a quiz: your own variant). Existing files are never overwritten."""
     from grader.client.packing import unpack_starter
 
-    with connect(insecure, server=server) as api:
+    with connect(insecure, lang, server=server) as api:
         info = api.exercise(exercise)
         files = unpack_starter(api.starter(exercise), info.files, LEARNER_FILE_BYTES)
     if not files:

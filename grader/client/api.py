@@ -56,11 +56,13 @@ class Api:
         retries: int = CLIENT_RETRIES,
         backoff: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        lang: str = "en",
     ):
         self.server = normalize_server(server)
         if token is not None:
             check_token_url(self.server, insecure=insecure)
-        headers = {"User-Agent": f"gpt-bughunt-grader/{__version__}"}
+        # the server words its errors in the learner's language (Accept-Language)
+        headers = {"User-Agent": f"gpt-bughunt-grader/{__version__}", "Accept-Language": lang}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self.http = httpx.Client(

@@ -31,9 +31,9 @@ class ExerciseInfo(Answer):
     id: str = Field(max_length=SHORT_CHARS)
     kind: str = "code"
     title: dict[str, str] = {}
-    day: int = 0
+    day: int | None = None
     files: list[str] = Field(max_length=UPLOAD_FILES)
-    points: float = 0.0
+    points: float | None = None
     opens: datetime | None = None
     due: datetime | None = None
     closes: datetime | None = None
@@ -67,9 +67,9 @@ class ExerciseInfo(Answer):
                 "id": self.id,
                 "kind": self.kind if self.kind in ("code", "quiz") else "code",
                 "title": {"en": en, "zh-TW": self.title.get("zh-TW") or en},
-                "day": self.day,
+                "day": self.day or 0,
                 "files": self.files,
-                "points": self.points,
+                "points": self.points or 0.0,
             }
         )
 

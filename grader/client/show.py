@@ -11,7 +11,7 @@ import unicodedata
 from datetime import UTC, datetime
 
 from grader.limits import SHORT_CHARS
-from grader.locale import Message
+from grader.locale import Message, msg
 from grader.text import terminal
 
 
@@ -58,17 +58,25 @@ def when(moment: datetime | None) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M %z")
 
 
-def wait_for(moment: datetime, now: datetime) -> str:
-    """How long until `moment`, roughly: `3 h 5 min`, `12 min`, `40 s`."""
+def wait_for(moment: datetime, now: datetime):
+    """How long until `moment`, roughly: `3 h 5 min`, `12 min`, `40 s` (a Message)."""
     seconds = max(0, int((moment - now).total_seconds()))
     if seconds < 60:
-        return f"{seconds} s"
+        return msg("{seconds} s", seconds=seconds)
     minutes = (seconds + 59) // 60
     if minutes < 60:
-        return f"{minutes} min"
+        return msg("{minutes} min", minutes=minutes)
     days, hours = divmod(minutes // 60, 24)
-    rest = f"{hours} h {minutes % 60} min"
-    return f"{days} d {rest}" if days else rest
+    if days:
+        return msg("{days} d {hours} h", days=days, hours=hours)
+    return msg("{hours} h {minutes} min", hours=hours, minutes=minutes % 60)
+
+
+def later(moment: datetime | None) -> bool:
+    """Whether `moment` is still to come (a next-submission time that has passed says nothing)."""
+    if moment is None:
+        return False
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) > datetime.now(UTC)
 
 
 def score(value: float | None, max_value: float | None) -> str:
