@@ -265,7 +265,7 @@ def now(request: Request) -> float:
 
 def account_of(request: Request):
     """The account of the request's session cookie, or None (no cookie, tampered, expired, or
-    its token revoked). The API may call it too, for a browser's requests."""
+    its token revoked). The API takes no cookie (grader/service/app.py): only these pages do."""
     record = read_session(signing_key(request), request.cookies.get(SESSION_COOKIE), now(request))
     return None if record is None else live_account(service_of(request).gradebook, record)
 
@@ -344,8 +344,10 @@ def sign_in_page(request: Request, status: int = 200, error: str | None = None) 
     nonce = request.cookies.get(LOGIN_COOKIE)
     if not nonce or len(nonce) > 64:
         nonce = secrets.token_urlsafe(16)
+    from grader.store.accounts import TOKEN_CHARS
+
     csrf = csrf_token(signing_key(request), "login", nonce)
-    response = page(request, None, "signin.html.j2", status, csrf=csrf, error=error)
+    response = page(request, None, "signin.html.j2", status, csrf=csrf, error=error, token_chars=TOKEN_CHARS)
     response.set_cookie(LOGIN_COOKIE, nonce, max_age=SESSION_SECONDS, **cookie_args(request))
     if request.cookies.get(SESSION_COOKIE) is not None:
         response.delete_cookie(SESSION_COOKIE, **cookie_args(request))  # tampered, expired or revoked
