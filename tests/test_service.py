@@ -348,6 +348,25 @@ def test_another_learners_upload_is_404_exactly_like_a_missing_one(clients, grad
     assert {s["learner"] for s in everyone} >= {"alice", "carol"}
 
 
+def test_a_browser_session_reads_the_api_but_never_writes_through_it(course, clients, graded):
+    url = course["server"].url
+    with httpx.Client(base_url=url, timeout=60, event_hooks={"response": [Client._record]}) as browser:
+        form = browser.get("/")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)[1]
+        signed_in = browser.post("/login", data={"token": course["tokens"]["alice"], "csrf": csrf},
+                                 headers={"Origin": url})
+        assert signed_in.status_code == 303, signed_in.text[:500]
+        assert browser.get("/api/v1/me").json()["learner"] == "alice", "the session cookie reads"
+        page = browser.get(f"/submissions/{graded['alice-quiz']['id']}")
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        other = browser.get(f"/api/v1/submissions/{graded['carol-quiz']['id']}")
+        assert other.status_code == 404
+        write = browser.post("/api/v1/exercises/day45-quiz/submissions", headers={"Origin": url},
+                             content=zip_of({"answers.toml": b"[answers]\n"}))
+        assert write.status_code == 401, "a write needs the token, never the cookie"
+    assert clients["alice"].get("/status", params={"exercise": "day45-quiz"}).json()[0]["submissions"] == 1
+
+
 # -- uploads: caps, bad archives, the policy, replays -----------------------------------------------------
 
 
@@ -564,7 +583,7 @@ def test_kill_9_with_jobs_queued_and_running_then_a_restart_grades_each_exactly_
     db = str(tmp_path / "kill.db")
     with Gradebook(db) as gb:
         token = issue_token(gb, "kim")
-    n = 6
+    n = 4
     solution = (ROOT / "exercises" / "day49-data" / "solution" / "data.py").read_bytes()
     server = Server(tmp_path, db, exercises).start()
     try:

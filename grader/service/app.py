@@ -11,9 +11,10 @@ upload at UPLOAD_BYTES, anything else at REQUEST_BYTES. A Content-Length over th
 at once with 413 `too-large`; a body without one is counted as it streams in and refused the
 moment it passes the cap, the rest left unread.
 
-Auth: `Authorization: Bearer TOKEN` (grader tokens issue). The API takes no cookie: the browser
-pages (grader/service/pages.py) have their own signed session and CSRF tokens, so no other site
-can make a signed-in browser call this API.
+Auth: `Authorization: Bearer TOKEN` (grader tokens issue), or, for GET only, the browser pages'
+signed session cookie (grader/service/pages.py): a signed-in browser may read its own JSON and
+reports, but every write of the API needs the token itself, so no other site can make a browser
+write through it (the pages' own forms carry CSRF tokens).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from grader import __version__
 from grader.errors import Refused
 from grader.limits import LEARNER_ID_CHARS, REQUEST_BYTES, SHORT_CHARS, UPLOAD_BYTES
 from grader.locale import msg, normalize_lang
+from grader.service import pages
 from grader.service.service import INSTRUCTOR, Service, forbidden, not_found, too_large
 from grader.store.accounts import Account
 
@@ -129,8 +131,10 @@ class BodyLimit:
         async def send_marked(message):
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                headers.append((b"x-content-type-options", b"nosniff"))
-                if scope["path"].startswith(PREFIX):
+                have = {name.lower() for name, _ in headers}
+                if b"x-content-type-options" not in have:
+                    headers.append((b"x-content-type-options", b"nosniff"))
+                if scope["path"].startswith(PREFIX) and b"cache-control" not in have:
                     headers.append((b"cache-control", b"no-store"))
                 message = {**message, "headers": headers}
             await send(message)
@@ -183,10 +187,18 @@ def _service(request: Request) -> Service:
     return request.app.state.service
 
 
+SAFE_METHODS = ("GET", "HEAD")
+
+
 def account(request: Request) -> Account:
-    """The caller's Account from `Authorization: Bearer TOKEN`; 401 for none, unknown or revoked."""
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    found = _service(request).authenticate(token.strip()) if scheme.lower() == "bearer" else None
+    """The caller's Account from `Authorization: Bearer TOKEN` (or, to read, the pages' session
+    cookie); 401 for none, unknown or revoked."""
+    header = request.headers.get("authorization")
+    if header is None and request.method in SAFE_METHODS:
+        found = pages.account_of(request)
+    else:
+        scheme, _, token = (header or "").partition(" ")
+        found = _service(request).authenticate(token.strip()) if scheme.lower() == "bearer" else None
     if found is None:
         raise Refused(
             401,
@@ -353,7 +365,7 @@ def create_app(service: Service) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, http_error_response)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, server_error_response)
     app.include_router(api_router())
-    # TODO(PAGES): app.include_router(grader.service.pages.router) once branch `pages` is merged
+    app.include_router(pages.router)
     app.add_middleware(BodyLimit)
     return app
 

@@ -47,9 +47,9 @@ def iso(when: datetime | None) -> str | None:
     return None if when is None else when.astimezone(UTC).isoformat()
 
 
-def not_found(what: str = "submission", field: str | None = None) -> Refused:
+def not_found(message: Message | None = None, field: str | None = None) -> Refused:
     """The one answer for a missing id and for another learner's: nothing tells them apart."""
-    return Refused(404, "not-found", msg("no such {what}", what=what), field)
+    return Refused(404, "not-found", message or msg("no such submission"), field)
 
 
 def forbidden() -> Refused:
@@ -124,7 +124,7 @@ class Service:
     def exercise(self, exercise_id: str) -> Exercise:
         found = self.exercises.get(exercise_id)
         if found is None:
-            raise not_found("exercise", "exercise")
+            raise not_found(msg("no such exercise"), "exercise")
         return found
 
     def _deadlines(self, exercise: str, learner: str, extensions=None):
@@ -505,7 +505,7 @@ class Service:
 
     def retry(self, job_id: int) -> dict:
         if not self.queue.retry(job_id):
-            raise not_found("dead job", "job")
+            raise not_found(msg("no such job waiting for a retry"), "job")
         self.notify()
         return {"job": job_id, "status": "queued"}
 
