@@ -265,7 +265,7 @@ def now(request: Request) -> float:
 
 def account_of(request: Request):
     """The account of the request's session cookie, or None (no cookie, tampered, expired, or
-    its token revoked). The API takes no cookie (grader/service/app.py): only these pages do."""
+    its token revoked). The API reads it too, for GET only (grader/service/app.py)."""
     record = read_session(signing_key(request), request.cookies.get(SESSION_COOKIE), now(request))
     return None if record is None else live_account(service_of(request).gradebook, record)
 
