@@ -88,6 +88,7 @@ def test_a_learner_sees_their_uploads_and_the_visible_view_of_each(server):
     page = alice.get(f"/submissions/{uploads['alice-mutant']}")
     assert page.status_code == 200 and f'data-check="{HIDDEN}"' in page.text
     assert hidden_message() not in page.text              # after_due: title and verdict only
+    assert "/choose" not in page.text                     # the course counts the last on time
     prof = signed_in(app, tokens["prof"])
     assert hidden_message() in prof.get(f"/submissions/{uploads['alice-mutant']}").text
 
