@@ -15,6 +15,7 @@
     │   │   │   └── store.migrate.SchemaError   its schema is newer than this grader
     │   │   ├── service.policy.PolicyError  course.toml is malformed; names the file and the
     │   │   │                       field path (exercises.day45-attention.due: ...)
+    │   │   ├── service.roster.RosterError  a roster CSV that cannot be read (file, row, column)
     │   │   └── JailUnsound         the jail failed a canary attack: grading must not start
     │   ├── InvalidSubmission       the submission can be read but not graded as it is (a missing
     │   │                           file or name, a syntax error): it fails, kind

@@ -64,6 +64,7 @@ For every exercise:
     LEASE_SECONDS                 60        a job's lease, renewed every quarter of it
     JOB_ATTEMPTS                  3         leases of one job, then a dead letter
     TOKEN_BYTES                   32        random bytes of an access token (SHA-256 stored)
+    IDEMPOTENCY_KEY_CHARS         200       an upload's Idempotency-Key
     SESSION_SECONDS               12 h      a browser session
     CLIENT_TIMEOUT_SECONDS        30        one HTTP request of the student client
     CLIENT_RETRIES                3         tries of a request after a network error
@@ -177,6 +178,7 @@ QUEUE_RETRY_SECONDS = 30  # the Retry-After of a full queue
 LEASE_SECONDS = 60.0  # a job's lease; a grading server renews it every LEASE_SECONDS / 4
 JOB_ATTEMPTS = GRADER_ATTEMPTS  # leases of one job (a lost lease counts), then a dead letter
 TOKEN_BYTES = 32  # random bytes of an access token (only its SHA-256 is stored)
+IDEMPOTENCY_KEY_CHARS = 200  # an upload's Idempotency-Key (the client sends a UUID, 36)
 SESSION_SECONDS = 12 * 3600  # a browser session's cookie
 CLIENT_TIMEOUT_SECONDS = 30.0  # one HTTP request of the student client
 CLIENT_RETRIES = 3  # tries of one request after a network error (same idempotency key)

@@ -1,7 +1,7 @@
 """The grading server's queue in the gradebook (grader/store/queue.py), on SQLite and PostgreSQL.
 
 Leases are taken by real concurrent threads and processes on one gradebook; a dead owner is a
-real process that exited; an expired lease is one made with a lease of zero seconds (no sleeps:
+real process that exited; an expired lease is one made with a lease of -1 seconds (no sleeps:
 nothing here depends on timing).
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import func, select, text, update
 
-from grader.limits import JOB_ATTEMPTS
+from grader.limits import IDEMPOTENCY_KEY_CHARS, JOB_ATTEMPTS, MESSAGE_BYTES
 from grader.models import CheckResult, Grade
 from grader.store import Gradebook, Incoming, Outcome, migrate
 from grader.store.gradebook import make_engine
@@ -73,7 +73,9 @@ def test_submit_stores_submission_upload_and_job_and_a_lease_carries_the_files(b
     assert (up.learner, up.exercise, up.status, up.created, up.grade) == \
         ("alice", EXERCISE, "queued", True, None)
     assert up.files == {"attention.py": 6} and up.received_at == datetime(2026, 11, 5, tzinfo=UTC)
-    assert q.stats()["queued"] == 1 and q.stats()["oldest_queued_at"] is not None
+    assert q.upload(up.id) == up                         # what submit answers is what is stored
+    stats = q.stats()
+    assert stats["queued"] == 1 and datetime.fromisoformat(stats["oldest_queued_at"]).tzinfo is not None
     (lease,) = q.lease(5)
     assert (lease.upload_id, lease.learner, lease.exercise, lease.version, lease.attempt) == \
         (up.id, "alice", EXERCISE, "v1", 1)
@@ -93,6 +95,37 @@ def test_an_idempotent_replay_is_the_same_upload_and_stores_nothing(book, versio
     assert count(book, UploadRow) == 1 and count(book, Job) == 1 and count(book, Submission) == 1
     other = q.submit("bob", EXERCISE, version, files(1), idempotency_key="k-1")   # keys are per learner
     assert other.id != first.id and other.created
+    longest = "k" * IDEMPOTENCY_KEY_CHARS
+    assert q.submit("bob", EXERCISE, version, files(1), idempotency_key=longest).created
+    for bad in ("", "k" * (IDEMPOTENCY_KEY_CHARS + 1), "k\x00", "k 1", "ключ"):
+        with pytest.raises(ValueError, match="idempotency key"):
+            q.submit("bob", EXERCISE, version, files(1), idempotency_key=bad)
+    assert count(book, UploadRow) == 3
+
+
+def test_concurrent_replays_of_one_idempotency_key_are_one_upload(book, version, db):
+    """A client retrying after a network error, its retries racing each other: one upload."""
+    barrier = threading.Barrier(6)
+    ids: list[int] = []
+    errors: list[BaseException] = []
+
+    def send():
+        gb = Gradebook(db)
+        try:
+            barrier.wait(timeout=60)
+            ids.append(Queue(gb).submit("alice", EXERCISE, version, files(1), idempotency_key="retry").id)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assert below
+            errors.append(exc)
+        finally:
+            gb.close()
+
+    threads = [threading.Thread(target=send) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == [] and len(ids) == 6 and len(set(ids)) == 1
+    assert count(book, UploadRow) == count(book, Job) == count(book, Submission) == 1
 
 
 def test_the_same_files_twice_are_one_submission_two_uploads_the_second_done_at_once(book, version):
@@ -103,6 +136,7 @@ def test_the_same_files_twice_are_one_submission_two_uploads_the_second_done_at_
     second = q.submit("alice", EXERCISE, version, files(1))
     assert second.id != first.id and second.submission_id == first.submission_id
     assert second.status == "graded" and second.run_id == run_id and second.grade is not None
+    assert q.upload(second.id) == second
     assert q.lease() == [] and count(book, GradeRun) == 1 and count(book, Submission) == 1
 
 
@@ -132,7 +166,7 @@ def test_a_full_queue_refuses_and_stores_nothing(book, version):
 # -- leases -----------------------------------------------------------------------------------------
 
 def test_an_expired_lease_is_requeued_and_its_late_result_dropped(book, version):
-    slow = Queue(book, "test:1:slow", lease_seconds=0)      # its lease has run out as soon as taken
+    slow = Queue(book, "test:1:slow", lease_seconds=-1)     # its lease has run out when taken
     up = slow.submit("alice", EXERCISE, version, files(1))
     (stale,) = slow.lease()
     assert Queue(book, "test:2:other").expire() == 1
@@ -152,14 +186,26 @@ def q_status(book, job_id) -> str:
         return s.scalar(select(Job.status).where(Job.id == job_id))
 
 
+def test_a_heartbeat_keeps_a_lease_from_expiring(book, version):
+    q = Queue(book, "test:1:a", lease_seconds=-1)
+    q.submit("alice", EXERCISE, version, files(1))
+    (lease,) = q.lease()
+    renewing = Queue(book, "test:1:a")                   # the same owner, renewing for LEASE_SECONDS
+    assert renewing.heartbeat([lease]) == []
+    assert q.expire() == 0 and q_status(book, lease.job_id) == "running"
+    assert renewing.complete(lease, graded()) is not None
+
+
 def test_job_attempts_failures_make_a_dead_letter_refunded_and_retry_brings_it_back(book, version):
     q = Queue(book, "test:1:a")
     up = q.submit("alice", EXERCISE, version, files(1), use_late_day=True, late_days_spent=1)
     assert q.late_days_spent("alice") == 1
     statuses = []
-    for _ in range(JOB_ATTEMPTS):
+    for i in range(JOB_ATTEMPTS):
         (lease,) = q.lease()
-        statuses.append(q.fail(lease, "worker died"))
+        statuses.append(q.fail(lease, "x" * 10 * MESSAGE_BYTES if i == 0 else "worker died"))
+    with book.sessions() as s:                           # a traceback's length is capped
+        assert len(s.scalar(select(Job.last_error))) <= MESSAGE_BYTES
     assert statuses == ["queued"] * (JOB_ATTEMPTS - 1) + ["dead"]
     shown = q.upload(up.id)
     assert shown.status == "failed" and shown.refunded and shown.grade is None and shown.run_id is None
@@ -175,7 +221,7 @@ def test_job_attempts_failures_make_a_dead_letter_refunded_and_retry_brings_it_b
 
 
 def test_expiry_counts_the_attempt_up_to_dead(book, version):
-    q = Queue(book, "test:1:a", lease_seconds=0)
+    q = Queue(book, "test:1:a", lease_seconds=-1)
     up = q.submit("alice", EXERCISE, version, files(1))
     for _ in range(JOB_ATTEMPTS):
         assert len(q.lease()) == 1 and q.expire() == 1

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from grader.cli import batch, doctor, grade, gradebook, mutants, serve
+from grader.cli import batch, doctor, grade, gradebook, mutants, serve, tokens
 from grader.cli.common import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, echo, get_exercise, usage_error
 from grader.errors import GraderError
 
@@ -45,5 +45,6 @@ main.add_command(batch.batch)
 main.add_command(batch.regrade)
 main.add_command(gradebook.gradebook)
 main.add_command(serve.serve)
+main.add_command(tokens.tokens)
 
 __all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "get_exercise", "main", "usage_error"]

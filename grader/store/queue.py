@@ -26,13 +26,20 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from grader.limits import JOB_ATTEMPTS, LEASE_SECONDS, QUEUE_DEPTH, QUEUE_RETRY_SECONDS
+from grader.limits import (
+    IDEMPOTENCY_KEY_CHARS,
+    JOB_ATTEMPTS,
+    LEASE_SECONDS,
+    MESSAGE_BYTES,
+    QUEUE_DEPTH,
+    QUEUE_RETRY_SECONDS,
+)
 from grader.models import Grade
 from grader.store.gradebook import Gradebook, Incoming, Outcome, learner_row, store_run, store_submissions
 from grader.store.schema import (
@@ -49,10 +56,11 @@ from grader.store.schema import (
     UploadRow,
     utcnow,
 )
+from grader.text import cap_bytes
 
 # what a learner sees of a job's status
 UPLOAD_STATUS = {"queued": "queued", "running": "grading", "done": "graded", "dead": "failed"}
-SUBMIT_TRIES = 3  # a submit that met another writer's new row (same learner, files or key) again
+WRITE_TRIES = 3  # a write that met another writer's new row (same learner, files, key or attempt): again
 
 
 class QueueFull(Exception):
@@ -102,6 +110,11 @@ class Lease:
     files: dict[str, bytes]
 
 
+def valid_key(key: str) -> bool:
+    """An idempotency key is stored and looked up as it is: printable ASCII, no spaces."""
+    return 0 < len(key) <= IDEMPOTENCY_KEY_CHARS and all("!" <= ch <= "~" for ch in key)
+
+
 def make_owner() -> str:
     """A lease owner: host:pid:random (the random part tells two queues of one process apart)."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
@@ -141,6 +154,12 @@ class Queue:
                 s.connection().exec_driver_sql("BEGIN IMMEDIATE")
             yield s
 
+    def _any(self, *where) -> bool:
+        """Whether a job matches, read without the write lock: a dispatcher polls lease() and
+        expire() on every wake-up, and an idle poll must not queue behind (or block) a submit."""
+        with self.gradebook.sessions() as s:
+            return s.scalar(select(Job.id).where(*where).limit(1)) is not None
+
     # -- submitting
 
     def submit(
@@ -160,12 +179,17 @@ class Queue:
 
         The same learner and idempotency key again: the upload made then, `created=False`, and
         nothing new. When (submission, version) already has a final grade the job is done at once
-        with it (no regrade). A full queue (max_depth jobs queued) raises QueueFull, storing nothing."""
+        with it (no regrade). A full queue (max_depth jobs queued) raises QueueFull, storing nothing;
+        a key that is not 1 to IDEMPOTENCY_KEY_CHARS printable ASCII characters, a ValueError."""
+        if idempotency_key is not None and not valid_key(idempotency_key):
+            raise ValueError(
+                f"an idempotency key is 1 to {IDEMPOTENCY_KEY_CHARS} printable ASCII characters, no spaces"
+            )
         incoming = dataclasses.replace(incoming, learner=learner)
-        for attempt in range(SUBMIT_TRIES):
+        for attempt in range(WRITE_TRIES):
             try:
                 with self._writing() as s:
-                    upload_id, created = self._submit_in(
+                    upload_id, made = self._submit_in(
                         s,
                         learner,
                         exercise,
@@ -180,12 +204,14 @@ class Queue:
                     s.commit()
                 break
             except IntegrityError:  # a concurrent writer made the same learner, submission or key
-                if attempt == SUBMIT_TRIES - 1:
+                if attempt == WRITE_TRIES - 1:
                     raise
-        made = self.upload(upload_id)
-        assert made is not None  # committed above
-        made.created = created
-        return made
+        if made is not None:
+            return made
+        replay = self.upload(upload_id)
+        assert replay is not None  # committed before
+        replay.created = False
+        return replay
 
     def _submit_in(
         self,
@@ -200,7 +226,9 @@ class Queue:
         use_late_day: bool,
         late_days_spent: int,
         max_depth: int,
-    ) -> tuple[int, bool]:
+    ) -> tuple[int, Upload | None]:
+        """The new upload's id and the Upload (built from what was just written, not read back),
+        or a replay's id and None."""
         if idempotency_key is not None:
             replay = s.scalar(
                 select(UploadRow.id)
@@ -208,7 +236,7 @@ class Queue:
                 .where(Learner.key == learner, UploadRow.idempotency_key == idempotency_key)
             )
             if replay is not None:
-                return replay, False
+                return replay, None
         depth = s.scalar(select(func.count()).select_from(Job).where(Job.status == "queued")) or 0
         if depth >= max_depth:
             raise QueueFull(depth)
@@ -249,7 +277,26 @@ class Queue:
                 )
             )
         s.flush()
-        return row.id, True
+        run = None if final is None else s.get(GradeRun, final)
+        return row.id, Upload(
+            id=row.id,
+            learner=learner,
+            exercise=exercise,
+            submission_id=sub.id,
+            version_id=version_id,
+            digest=sub.digest,
+            files={name: len(data) for name, data in sorted(incoming.files.items())},
+            received_at=received_at.replace(tzinfo=UTC)
+            if received_at.tzinfo is None
+            else received_at.astimezone(UTC),
+            use_late_day=use_late_day,
+            late_days_spent=late_days_spent,
+            chosen=False,
+            refunded=False,
+            status="queued" if run is None else "graded",
+            run_id=final,
+            grade=None if run is None else Gradebook.to_grade(run),
+        )
 
     @staticmethod
     def _final_run_id(s: Session, submission_id: int, version_id: int) -> int | None:
@@ -267,6 +314,8 @@ class Queue:
         """Take up to `limit` queued jobs, oldest first: each gets attempts + 1 and a new token."""
         now = utcnow()
         expires = now + timedelta(seconds=self.lease_seconds)
+        if limit < 1 or not self._any(Job.status == "queued"):
+            return []
         with self._writing() as s:
             jobs = list(
                 s.scalars(
@@ -368,7 +417,7 @@ class Queue:
         When another job of the same files graded them first, this job is done with that run."""
         if outcome.status not in FINAL_STATUSES:
             raise ValueError(f"complete() takes a final outcome, not {outcome.status!r}: call fail()")
-        for attempt in range(SUBMIT_TRIES):
+        for attempt in range(WRITE_TRIES):
             try:
                 with self._writing() as s:
                     now = utcnow()
@@ -396,7 +445,7 @@ class Queue:
                     s.commit()
                     return run_id
             except IntegrityError:  # `grader batch` wrote the same attempt meanwhile: count again
-                if attempt == SUBMIT_TRIES - 1:
+                if attempt == WRITE_TRIES - 1:
                     raise
         return None  # not reached
 
@@ -413,7 +462,7 @@ class Queue:
             return job.status
 
     def _requeue_or_kill(self, s: Session, job: Job, message: str) -> None:
-        job.last_error = message
+        job.last_error = cap_bytes(str(message), MESSAGE_BYTES)  # a worker's traceback can be long
         job.lease_owner = job.lease_token = job.lease_expires_at = None
         if job.attempts < JOB_ATTEMPTS:
             job.status = "queued"
@@ -438,6 +487,8 @@ class Queue:
         """Jobs whose lease ran out (their process hung or died elsewhere): queued again, or dead
         at JOB_ATTEMPTS (the lost attempt counts). How many."""
         now = utcnow()
+        if not self._any(Job.status == "running", Job.lease_expires_at < now):
+            return 0
         with self._writing() as s:
             jobs = list(
                 s.scalars(

@@ -50,7 +50,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from grader.limits import LEARNER_ID_CHARS
+from grader.limits import IDEMPOTENCY_KEY_CHARS, LEARNER_ID_CHARS
 from grader.models import clean_text
 
 FINAL_STATUSES = ("graded", "unreadable", "given-up")
@@ -337,7 +337,7 @@ class UploadRow(Base):
     __table_args__ = (
         # NULL keys are distinct on both backends: uploads without a key never collide
         UniqueConstraint("learner_id", "idempotency_key", name="uq_uploads_idempotency"),
-        Index("ix_uploads_exercise_learner", "exercise", "learner_id"),
+        Index("ix_uploads_learner_exercise", "learner_id", "exercise"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -345,7 +345,7 @@ class UploadRow(Base):
     exercise: Mapped[str] = mapped_column(String(100))
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
     version_id: Mapped[int] = mapped_column(ForeignKey("exercises.id"))
-    idempotency_key: Mapped[str | None] = mapped_column(CleanString(200))
+    idempotency_key: Mapped[str | None] = mapped_column(CleanString(IDEMPOTENCY_KEY_CHARS))
     received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)  # the server's clock
     use_late_day: Mapped[bool] = mapped_column(Boolean, default=False)
     late_days_spent: Mapped[int] = mapped_column(Integer, default=0)

@@ -102,7 +102,7 @@ def upgrade() -> None:
         sa.UniqueConstraint('learner_id', 'idempotency_key', name='uq_uploads_idempotency'),
     )
     with op.batch_alter_table('uploads', schema=None) as batch_op:
-        batch_op.create_index('ix_uploads_exercise_learner', ['exercise', 'learner_id'], unique=False)
+        batch_op.create_index('ix_uploads_learner_exercise', ['learner_id', 'exercise'], unique=False)
         batch_op.create_index(batch_op.f('ix_uploads_submission_id'), ['submission_id'], unique=False)
 
     op.create_table(
@@ -173,7 +173,7 @@ def downgrade() -> None:
     op.drop_table('jobs')
     with op.batch_alter_table('uploads', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_uploads_submission_id'))
-        batch_op.drop_index('ix_uploads_exercise_learner')
+        batch_op.drop_index('ix_uploads_learner_exercise')
 
     op.drop_table('uploads')
     with op.batch_alter_table('extensions', schema=None) as batch_op:

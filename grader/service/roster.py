@@ -1,0 +1,186 @@
+"""Class rosters in (a Canvas or Moodle CSV) and access tokens out (a CSV to hand them out with).
+
+- **Canvas**: the gradebook export (Grades → Export), columns `Student`, `ID`, `SIS User ID`,
+  `SIS Login ID`, `Section`, then one per assignment. Learner id: `ID`, the Canvas user id (what
+  `grader batch` reads from Canvas' submission files). Canvas' own "Points Possible" row, and
+  rows with neither a student nor an id, are skipped. An email is the `SIS Login ID` when it is one.
+- **Moodle**: the assignment's grading worksheet (Download grading worksheet), columns
+  `Identifier` ("Participant 1234"), `Full name`, `Email address`, .... Learner id: the participant
+  id, 1234 (what `grader batch` reads from Moodle's submission folders).
+
+Learner ids are canonical as grader.sources.canonical_name makes them, so they meet the ids a batch
+finds. A roster that cannot be read is a RosterError naming the file, the row (the header is row 1)
+and the column; nothing is issued from it. The tokens file is written only if it does not exist,
+readable by its owner only (it holds live tokens), its text cells formula-guarded as every CSV of
+the grader (reports.gradebook.cell).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.errors import UsageError
+from grader.sources import canonical_name
+
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+MOODLE_COLUMNS = ("Identifier", "Full name", "Email address")
+CANVAS_OWN_ROWS = ("", "Points Possible")  # the `Student` of Canvas' rows that are no student
+MOODLE_IDENTIFIER = re.compile(r"^\D*?(\d+)$")  # "Participant 1234" (the word is translated)
+TOKEN_COLUMNS = ("learner", "name", "email", "token")
+ROSTER_BYTES = 16 * 1024 * 1024  # a roster of a very large class is well under this
+
+
+class RosterError(UsageError):
+    """A roster CSV that cannot be read as Canvas' or Moodle's: names the file, row and column."""
+
+
+@dataclass(frozen=True)
+class RosterRow:
+    learner: str
+    name: str | None
+    email: str | None
+
+
+def _text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RosterError(f"--roster: cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > ROSTER_BYTES:
+        raise RosterError(f"{path}: larger than {ROSTER_BYTES // (1024 * 1024)} MiB; is it a roster?")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        row = data[: exc.start].count(b"\n") + 1
+        raise RosterError(f"{path}: row {row}: not UTF-8 text (export the roster as CSV UTF-8)") from None
+
+
+def read_roster(path: Path) -> list[RosterRow]:
+    """The learners of a Canvas or Moodle roster, in its order (RosterError when it is malformed)."""
+    text = _text(path)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise RosterError(f"{path}: row 1: empty file, no header")
+        header = [h.strip() for h in header]
+        if all(c in header for c in ("Student", "ID")):
+            rows = _canvas(path, header, reader)
+        elif all(c in header for c in MOODLE_COLUMNS[:2]):
+            rows = _moodle(path, header, reader)
+        else:
+            raise RosterError(
+                f"{path}: row 1: not a Canvas gradebook export (columns {', '.join(CANVAS_COLUMNS[:2])}) "
+                f"nor a Moodle grading worksheet (columns {', '.join(MOODLE_COLUMNS)})"
+            )
+    except csv.Error as exc:
+        raise RosterError(f"{path}: row {reader.line_num}: not CSV: {exc}") from None
+    if not rows:
+        raise RosterError(f"{path}: no learners in it")
+    seen: dict[str, int] = {}
+    for n, row in rows:
+        if row.learner in seen:
+            raise RosterError(
+                f"{path}: row {n}, column {_id_column(header)!r}: learner {row.learner!r} "
+                f"is on row {seen[row.learner]} already"
+            )
+        seen[row.learner] = n
+    return [row for _, row in rows]
+
+
+def _id_column(header: list[str]) -> str:
+    return "ID" if "ID" in header else "Identifier"
+
+
+def _cells(path: Path, header: list[str], record: list[str], n: int) -> dict[str, str]:
+    if len(record) > len(header):
+        raise RosterError(f"{path}: row {n}: {len(record)} cells, the header has {len(header)}")
+    return {h: (record[i].strip() if i < len(record) else "") for i, h in enumerate(header)}
+
+
+def _learner(path: Path, n: int, column: str, raw: str) -> str:
+    if not raw.isdigit() or not raw.isascii():
+        raise RosterError(f"{path}: row {n}, column {column!r}: {raw!r} is not a user id (digits)")
+    return canonical_name(raw)
+
+
+def _canvas(path: Path, header: list[str], reader) -> list[tuple[int, RosterRow]]:
+    out = []
+    for record in reader:
+        n = reader.line_num
+        if not any(c.strip() for c in record):
+            continue
+        cells = _cells(path, header, record, n)
+        if not cells["ID"] and cells["Student"] in CANVAS_OWN_ROWS:
+            continue
+        if not cells["ID"]:
+            raise RosterError(f"{path}: row {n}, column 'ID': empty (student {cells['Student']!r})")
+        login = cells.get("SIS Login ID", "")
+        out.append(
+            (
+                n,
+                RosterRow(
+                    learner=_learner(path, n, "ID", cells["ID"]),
+                    name=cells["Student"] or None,
+                    email=login if "@" in login else None,
+                ),
+            )
+        )
+    return out
+
+
+def _moodle(path: Path, header: list[str], reader) -> list[tuple[int, RosterRow]]:
+    out = []
+    for record in reader:
+        n = reader.line_num
+        if not any(c.strip() for c in record):
+            continue
+        cells = _cells(path, header, record, n)
+        m = MOODLE_IDENTIFIER.match(cells["Identifier"])
+        if m is None:
+            raise RosterError(
+                f"{path}: row {n}, column 'Identifier': {cells['Identifier']!r} "
+                "is not like 'Participant 1234'"
+            )
+        out.append(
+            (
+                n,
+                RosterRow(
+                    learner=_learner(path, n, "Identifier", m.group(1)),
+                    name=cells["Full name"] or None,
+                    email=cells.get("Email address") or None,
+                ),
+            )
+        )
+    return out
+
+
+def create_private(out: Path):
+    """`out` opened for writing, made now and readable by its owner only; a file that exists is
+    refused (a UsageError), never overwritten: it may hold the tokens handed out last time."""
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise UsageError(
+            f"--out: {out} exists; refusing to overwrite it (it may hold issued tokens)"
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"--out: cannot create {out}: {exc.strerror or exc}") from None
+    return os.fdopen(fd, "w", encoding="utf-8", newline="")
+
+
+def render_tokens(rows: list[tuple[RosterRow, str]]) -> str:
+    """The tokens CSV: learner,name,email,token (a token never starts with a formula character)."""
+    from reports.gradebook import cell
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(TOKEN_COLUMNS)
+    for row, token in rows:
+        writer.writerow([cell(row.learner), cell(row.name or ""), cell(row.email or ""), token])
+    return buf.getvalue()
