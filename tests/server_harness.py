@@ -62,7 +62,8 @@ def issue_token(db, learner: str, role: str = "student", name: str | None = None
 
 
 def issue_roster(db, learners: Iterable[str], folder: Path, env=None) -> dict[str, str]:
-    """One token per learner through `grader tokens issue --roster` (a Canvas gradebook export)."""
+    """One token per learner (Canvas user ids: digits) through `grader tokens issue --roster`, from a
+    Canvas gradebook export."""
     roster, out = folder / "roster.csv", folder / "tokens.csv"
     rows = ["Student,ID,SIS User ID,SIS Login ID,Section", "    Points Possible,,,,"]
     rows += [f"Learner {i},{i},sis-{i},{i}@example.edu,A" for i in learners]
@@ -180,7 +181,7 @@ def zipped(files: dict[str, bytes | str]) -> bytes:
     return buf.getvalue()
 
 
-def quiz_sheet(n: int) -> bytes:
+def quiz_sheet(n: object) -> bytes:
     """The quiz's own solution sheet, made distinct by a comment (a distinct submission)."""
     text = (EXERCISES / QUIZ / "solution" / "answers.toml").read_text(encoding="utf-8")
     return zipped({"answers.toml": f"{text}\n# sheet {n}\n"})
