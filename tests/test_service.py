@@ -429,6 +429,21 @@ def test_an_unreadable_upload_is_422_naming_why_and_spends_nothing(clients, body
     assert status["submissions"] == 0 and status["tokens_left"] == 2
 
 
+def test_a_sheet_that_does_not_parse_is_graded_unreadable_and_gives_its_token_back(clients):
+    r = clients["erin"].upload("day45-quiz", {"answers.toml": b"[answers\nd4_h2_d_k = 2\n"})
+    assert r.status_code == 202, r.text
+    sub = clients["erin"].wait(r.json()["id"])
+    assert sub["status"] == "graded" and sub["score"] == 0
+    assert sub["grade"]["error"]["kind"] == "invalid-submission"
+    deadline = time.monotonic() + 30  # the refund follows the grade
+    while time.monotonic() < deadline:
+        (status,) = clients["erin"].get("/status", params={"exercise": "day45-quiz"}).json()
+        if status["tokens_left"] == 2:
+            break
+        time.sleep(0.2)
+    assert status["submissions"] == 1 and status["tokens_left"] == 2, status
+
+
 def test_the_rate_limit_is_429_with_retry_after_and_a_replay_is_the_first_upload(clients):
     sheet = {"answers.toml": quiz_sheet(wrong=False)}
     first = clients["dave"].upload("day45-quiz", sheet, key="dave-1")
