@@ -532,7 +532,7 @@ def test_status_and_the_class_view(clients, graded):
     assert quiz["submissions"] == 1 and quiz["counted"] == graded["alice-quiz"]["id"]
     assert quiz["score"] == pytest.approx(graded["alice-quiz"]["score"])
     grades = {g["learner"]: g for g in clients["prof"].get("/class/day45-quiz/grades").json()}
-    assert grades["alice"]["submission"] == graded["alice-quiz"]["id"]
+    assert grades["alice"]["submission"] == graded["alice-quiz"]["id"] and grades["alice"]["name"] == "Alice"
     assert grades["alice"]["score"] == pytest.approx(graded["alice-quiz"]["score"])
     assert grades["alice"]["late"]["days"] == 1 and grades["carol"]["late"]["days"] == 0
     queue = clients["prof"].get("/queue").json()

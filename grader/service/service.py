@@ -452,6 +452,7 @@ class Service:
         for u in self.queue.uploads(None, exercise):
             by_learner.setdefault(u.learner, []).append(u)
         staff = Account(id=0, learner="", name=None, role=INSTRUCTOR)
+        names = self._names(list(by_learner))
         out = []
         for learner, uploads in sorted(by_learner.items()):
             d = self._deadlines(exercise, learner, extensions)
@@ -461,11 +462,10 @@ class Service:
             if chosen is not None:
                 late = lateness(self.policy, exercise, chosen.received_at, d, chosen.late_days_spent)
                 view = self._view(staff, chosen, d, late)
-            who = self.gradebook.learner(learner) or {}
             out.append(
                 {
                     "learner": learner,
-                    "name": who.get("name"),
+                    "name": names.get(learner),
                     "submission": counts,
                     "submissions": len(uploads),
                     "score": view.score if view else None,
@@ -476,6 +476,21 @@ class Service:
                     else None,
                 }
             )
+        return out
+
+    def _names(self, learners: list[str]) -> dict[str, str | None]:
+        """learner -> the name the gradebook has for them (from the roster or a token's --name)."""
+        from sqlalchemy import select
+
+        from grader.store.schema import Learner
+
+        out: dict[str, str | None] = {}
+        with self.gradebook.sessions() as s:
+            for i in range(0, len(learners), 500):
+                rows = s.execute(
+                    select(Learner.key, Learner.name).where(Learner.key.in_(learners[i : i + 500]))
+                )
+                out.update({key: name for key, name in rows})
         return out
 
     # -- instructors
