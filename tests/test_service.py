@@ -36,7 +36,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from grader.limits import REQUEST_BYTES, UPLOAD_BYTES, UPLOAD_FILES
+from grader.limits import REQUEST_BYTES, SUBMISSION_BYTES, UPLOAD_BYTES, UPLOAD_FILES
 from grader.sampleclass import make_class
 from grader.store import Gradebook
 from grader.store.accounts import issue_token, revoke_tokens
@@ -418,6 +418,7 @@ def traversal() -> bytes:
     (traversal(), "outside the archive"),
     (zip_of({"notes.txt": b"hello"}), "none of the files"),
     (members(UPLOAD_FILES + 1), f"more than the {UPLOAD_FILES} allowed"),
+    (zip_of({"answers.toml": b"0" * (SUBMISSION_BYTES + 1)}), "would inflate"),
     (zip_of({"a/answers.toml": b"[answers]\n", "b/answers.toml": b"[answers]\n"}), "could be answers.toml"),
 ])
 def test_an_unreadable_upload_is_422_naming_why_and_spends_nothing(clients, body, reason):
