@@ -36,7 +36,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from grader.limits import REQUEST_BYTES, UPLOAD_BYTES, UPLOAD_FILES
+from grader.limits import REQUEST_BYTES, SUBMISSION_BYTES, UPLOAD_BYTES, UPLOAD_FILES
 from grader.sampleclass import make_class
 from grader.store import Gradebook
 from grader.store.accounts import issue_token, revoke_tokens
@@ -418,6 +418,7 @@ def traversal() -> bytes:
     (traversal(), "outside the archive"),
     (zip_of({"notes.txt": b"hello"}), "none of the files"),
     (members(UPLOAD_FILES + 1), f"more than the {UPLOAD_FILES} allowed"),
+    (zip_of({"answers.toml": b"0" * (SUBMISSION_BYTES + 1)}), "would inflate"),
     (zip_of({"a/answers.toml": b"[answers]\n", "b/answers.toml": b"[answers]\n"}), "could be answers.toml"),
 ])
 def test_an_unreadable_upload_is_422_naming_why_and_spends_nothing(clients, body, reason):
@@ -427,6 +428,21 @@ def test_an_unreadable_upload_is_422_naming_why_and_spends_nothing(clients, body
     assert error["code"] == "bad-upload" and error["field"] == "body" and reason in error["message"]
     status = clients["dave"].get("/status", params={"exercise": "day45-quiz"}).json()[0]
     assert status["submissions"] == 0 and status["tokens_left"] == 2
+
+
+def test_a_sheet_that_does_not_parse_is_graded_unreadable_and_gives_its_token_back(clients):
+    r = clients["erin"].upload("day45-quiz", {"answers.toml": b"[answers\nd4_h2_d_k = 2\n"})
+    assert r.status_code == 202, r.text
+    sub = clients["erin"].wait(r.json()["id"])
+    assert sub["status"] == "graded" and sub["score"] == 0
+    assert sub["grade"]["error"]["kind"] == "invalid-submission"
+    deadline = time.monotonic() + 30  # the refund follows the grade
+    while time.monotonic() < deadline:
+        (status,) = clients["erin"].get("/status", params={"exercise": "day45-quiz"}).json()
+        if status["tokens_left"] == 2:
+            break
+        time.sleep(0.2)
+    assert status["submissions"] == 1 and status["tokens_left"] == 2, status
 
 
 def test_the_rate_limit_is_429_with_retry_after_and_a_replay_is_the_first_upload(clients):
@@ -517,7 +533,7 @@ def test_status_and_the_class_view(clients, graded):
     assert quiz["submissions"] == 1 and quiz["counted"] == graded["alice-quiz"]["id"]
     assert quiz["score"] == pytest.approx(graded["alice-quiz"]["score"])
     grades = {g["learner"]: g for g in clients["prof"].get("/class/day45-quiz/grades").json()}
-    assert grades["alice"]["submission"] == graded["alice-quiz"]["id"]
+    assert grades["alice"]["submission"] == graded["alice-quiz"]["id"] and grades["alice"]["name"] == "Alice"
     assert grades["alice"]["score"] == pytest.approx(graded["alice-quiz"]["score"])
     assert grades["alice"]["late"]["days"] == 1 and grades["carol"]["late"]["days"] == 0
     queue = clients["prof"].get("/queue").json()
