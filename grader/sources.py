@@ -335,9 +335,11 @@ ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
 DIRECTORY_HEADER = struct.Struct("<4s4B4HL2L5H2L")  # one central directory entry, 46 bytes
 
 
-def _check_directory(fh, label: str, max_members: int = MAX_ARCHIVE_MEMBERS) -> None:
+def _check_directory(fh, label: str, max_members: int | None = None) -> None:
     """Refuse an archive on its End Of Central Directory record and its directory's entry count,
-    walked with struct as zipfile would walk it, before zipfile builds an object for any entry."""
+    walked with struct as zipfile would walk it, before zipfile builds an object for any entry;
+    more than max_members (default ARCHIVE_MEMBERS) members is refused."""
+    max_members = MAX_ARCHIVE_MEMBERS if max_members is None else max_members
 
     def refuse(text: Message):
         raise SourceError(text)
@@ -400,14 +402,15 @@ def read_zip(
     exercise: Exercise,
     *,
     max_total: int | None = None,
-    max_members: int = MAX_ARCHIVE_MEMBERS,
+    max_members: int | None = None,
     label: str = "SOURCE",
 ) -> Tree:
     """A zip archive as a Tree, read in memory. Raises SourceError for an archive that is unsafe
     or unreadable as a whole (a damaged directory, traversal, too many members, too big); a member
     that is merely unusable (symbolic link, encrypted, damaged, inflating too far) is kept with
     its problem. Inflated bytes are counted as they are read, against max_total and against
-    INFLATION_RATIO times the archive's own size: 512 small members of zeros are a bomb too."""
+    INFLATION_RATIO times the archive's own size: 512 small members of zeros are a bomb too. A
+    server caps an upload's members lower (max_members; default ARCHIVE_MEMBERS)."""
     max_total = MAX_ARCHIVE_BYTES if max_total is None else max_total
     fh = io.BytesIO(data_or_path) if isinstance(data_or_path, bytes) else open(data_or_path, "rb")  # noqa: SIM115
     with fh:

@@ -416,7 +416,7 @@ class Service:
                 else None
             )
             past = [PastUpload(u.received_at, u.refunded, u.late_days_spent) for u in uploads]
-            left, _refill = tokens_left(self.policy, ex, account.learner, now, past)
+            left, _refill = tokens_left(self.policy, ex, account.learner, now, past, due=d.due)
             admission = admit(
                 self.policy,
                 ex,
