@@ -402,7 +402,8 @@ def test_another_learners_submission_is_the_same_404_as_a_missing_one(course):
     missing = client.get("/submissions/999")
     assert missing.status_code == 404
     for other in ("/submissions/1", "/submissions/2", "/submissions/5", "/submissions/4", "/submissions/x",
-                  "/submissions/-1", "/submissions/99999999999999999999999"):
+                  "/submissions/-1", "/submissions/99999999999999999999999", "/submissions/%C2%B2",
+                  "/submissions/%EF%BC%91"):   # ² and a full-width 1: str.isdigit says yes
         response = client.get(other)
         assert (response.status_code, response.text) == (404, missing.text), other
 

@@ -54,6 +54,7 @@ SESSION_COOKIE = "grader_session"
 LOGIN_COOKIE = "grader_login"  # the sign-in form's double-submit nonce
 TOKEN_PREFIX_CHARS = 16  # hex digits of the token's SHA-256 a session keeps (64 bits)
 FORM_FIELDS = 8  # fields parsed from a form; ours have at most three
+ID_DIGITS = 18  # an upload id in a URL: more digits than a 64-bit column holds is no upload
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -422,9 +423,16 @@ def home(request: Request) -> Response:
     return student_home(request, account)
 
 
+# The POST routes are async only to read their form; the rest (the gradebook, rendering) runs in
+# the thread pool as the GET routes do, so a slow database never stalls the event loop.
+
+
 @router.post("/login", include_in_schema=False)
 async def login(request: Request) -> Response:
-    form = await form_of(request)
+    return await run_in_threadpool(sign_in, request, await form_of(request))
+
+
+def sign_in(request: Request, form: dict[str, str] | None) -> Response:
     if form is None:
         return page(
             request,
@@ -455,7 +463,11 @@ async def login(request: Request) -> Response:
 
 @router.post("/logout", include_in_schema=False)
 async def logout(request: Request) -> Response:
-    if not session_form_ok(request, await form_of(request)):
+    return await run_in_threadpool(sign_out, request, await form_of(request))
+
+
+def sign_out(request: Request, form: dict[str, str] | None) -> Response:
+    if not session_form_ok(request, form):
         return refused(request)
     response = see("/")
     response.delete_cookie(SESSION_COOKIE, **cookie_args(request))
@@ -467,7 +479,7 @@ def submission_page(request: Request, upload_id: str) -> Response:
     account = account_of(request)
     if account is None:
         return see("/")
-    if not upload_id.isdigit() or len(upload_id) > 18:
+    if not (upload_id.isascii() and upload_id.isdigit()) or len(upload_id) > ID_DIGITS:
         return not_found(request, account)
     service = service_of(request)
     submission = service.submission(account, int(upload_id))
@@ -490,18 +502,21 @@ def submission_page(request: Request, upload_id: str) -> Response:
 
 @router.post("/submissions/{upload_id}/choose", include_in_schema=False)
 async def choose(request: Request, upload_id: str) -> Response:
+    return await run_in_threadpool(count_this, request, upload_id, await form_of(request))
+
+
+def count_this(request: Request, upload_id: str, form: dict[str, str] | None) -> Response:
     """Count this upload (an exercise whose policy counts the one its learner chose)."""
-    form = await form_of(request)
     account = account_of(request)
     if account is None or not session_form_ok(request, form):
         return refused(request)
-    if not upload_id.isdigit() or len(upload_id) > 18:
+    if not (upload_id.isascii() and upload_id.isdigit()) or len(upload_id) > ID_DIGITS:
         return not_found(request, account)
     service = service_of(request)
     submission = service.submission(account, int(upload_id))
     if submission is None or submission["learner"] != account.learner:
         return not_found(request, account)  # an instructor chooses for nobody
-    await run_in_threadpool(service.choose, account, int(upload_id))
+    service.choose(account, int(upload_id))
     return see(f"/submissions/{int(upload_id)}")
 
 
