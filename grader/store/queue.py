@@ -23,6 +23,8 @@ import dataclasses
 import os
 import secrets
 import socket
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -137,11 +139,34 @@ def _owner_host_pid(owner: str | None) -> tuple[str, int] | None:
     return parts[0], int(parts[1])
 
 
+# Parsed grades a Queue keeps, by grade run id (a few MB): a run's grade is never rewritten, and
+# parsing one (every string bounded again, grader/text.py) was ~3 ms, most of what a learner's
+# status, history or poll cost, read again for each of their uploads on every request
+GRADE_CACHE_RUNS = 2048
+
+
 class Queue:
     def __init__(self, gradebook: Gradebook, owner: str | None = None, lease_seconds: float = LEASE_SECONDS):
         self.gradebook = gradebook
         self.owner = owner or make_owner()
         self.lease_seconds = lease_seconds
+        self._grades: OrderedDict[int, Grade] = OrderedDict()
+        self._grades_lock = threading.Lock()
+
+    def _grade(self, run: GradeRun) -> Grade:
+        """The run's Grade, parsed once per GRADE_CACHE_RUNS most recent (callers copy before
+        changing one: policy.visible_view works on a deep copy)."""
+        with self._grades_lock:
+            grade = self._grades.get(run.id)
+            if grade is not None:
+                self._grades.move_to_end(run.id)
+                return grade
+        grade = Gradebook.to_grade(run)
+        with self._grades_lock:
+            self._grades[run.id] = grade
+            while len(self._grades) > GRADE_CACHE_RUNS:
+                self._grades.popitem(last=False)
+        return grade
 
     # -- transactions
 
@@ -652,7 +677,7 @@ class Queue:
                         refunded=u.refunded,
                         status=UPLOAD_STATUS[job.status],
                         run_id=run.id if run is not None else None,
-                        grade=Gradebook.to_grade(run) if run is not None else None,
+                        grade=self._grade(run) if run is not None else None,
                     )
                 )
             return out
