@@ -42,3 +42,11 @@ def postgres():
         pytest.skip(message)
     yield pg
     pg.stop()
+
+
+@pytest.fixture(scope="session")
+def student_install(tmp_path_factory):
+    """The student install (`pip install .`, no extra, in a fresh venv), built once per run for
+    tests/test_client_install.py and tests/test_server_load.py: its bin folder."""
+    from test_client_install import student_venv
+    return student_venv(tmp_path_factory.mktemp("student-install"))

@@ -55,8 +55,8 @@ def student_venv(target: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def venv_bin(tmp_path_factory):
-    return student_venv(tmp_path_factory.mktemp("student-install"))
+def venv_bin(student_install):
+    return student_install  # conftest.py: one venv for this file and test_server_load.py
 
 
 def run(bin: Path, *args, env=None, cwd=None):

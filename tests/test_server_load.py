@@ -10,6 +10,7 @@ upload's submission, every job done.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import socket
@@ -25,7 +26,9 @@ import httpx
 import pytest
 
 from tests.server_harness import (
+    EXERCISES,
     QUIZ,
+    Learner,
     Server,
     issue_roster,
     quiz_sheet,
@@ -276,3 +279,33 @@ def test_two_servers_on_one_postgresql_gradebook_grade_100_without_a_duplicate(p
         engine.dispose()
     print(f"\ngrade runs per worker process: {workers}")
     assert sum(workers.values()) == 100 and len(workers) >= 2, "both servers graded"
+
+
+# -- the student install against a real server ------------------------------------------------------------
+
+
+def test_the_fresh_venv_client_logs_in_fetches_submits_and_reads_back(
+    student_install, sqlite_server, tmp_path
+):
+    """`pip install .` (no extra, tests/test_client_install.py's venv): the student commands
+    against a real server, from a folder outside the checkout."""
+    server, tokens, _ = sqlite_server
+    learner = Learner(tmp_path / "home", python=str(student_install / "python"))
+    learner.env = {k: v for k, v in learner.env.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    login = learner.run("login", "--server", server.url, "--token", tokens["2049"])
+    assert login.returncode == 0, login.stderr
+    work = tmp_path / "home" / "work"
+    starter = learner.run("starter", QUIZ, work, "--server", server.url)
+    assert starter.returncode == 0, starter.stderr
+    sheet = (work / "answers.toml").read_text(encoding="utf-8")
+    assert "# learner: 2049" in sheet  # the learner's own variant
+    (work / "answers.toml").write_bytes((EXERCISES / QUIZ / "solution" / "answers.toml").read_bytes())
+    submitted = learner.run("submit", QUIZ, work, "--wait", "--format", "json")
+    assert submitted.returncode in (0, 1), submitted.stderr
+    report = json.loads(submitted.stdout)
+    assert report["exercise"] == QUIZ and submitted.returncode == (0 if report["passed"] else 1)
+    status = learner.run("status", QUIZ)
+    assert status.returncode == 0 and QUIZ in status.stdout, status.stderr
+    history = learner.run("history", QUIZ, "--format", "json")
+    assert history.returncode == 0, history.stderr
+    assert [s["learner"] for s in json.loads(history.stdout)] == ["2049"]
