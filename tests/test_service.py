@@ -292,6 +292,7 @@ def test_health_and_openapi_need_no_token(clients):
     assert r.status_code == 200 and r.json()["status"] == "ok"
     schema = clients["anonymous"].get("/openapi.json").json()
     assert "/api/v1/exercises/{exercise}/submissions" in schema["paths"]
+    assert clients["anonymous"].get("/docs").status_code == 404, "no page that loads a CDN's scripts"
 
 
 @pytest.mark.parametrize("who", ["anonymous", "revoked"])
