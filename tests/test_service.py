@@ -609,6 +609,10 @@ def test_a_killed_worker_and_a_killed_server_lose_nothing_and_grade_each_exactly
     assert server.proc is not None
     SERVER_PID[:] = [server.proc.pid]
     try:
+        deadline = time.monotonic() + 60
+        while not workers_of(server.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(workers_of(server.proc.pid)) == 1, "the pool is warm before the first upload"
         kim = Client(server.url, token, student=False)
         ids = []
         for i in range(n):

@@ -60,12 +60,20 @@ class WarmPool:
     zygotes have imported torch before the first upload arrives."""
 
     def __init__(self, workers: int):
-        from grader.batch import local_pool
-
         self.slots = max(1, workers)
         self.generation = 0
-        self._make = lambda: local_pool(self.slots, warm="full")
         self.pool = self._make()
+
+    def _make(self):
+        """A pool whose processes start now: a spawned pool starts a worker only when a task finds
+        none idle, so each is handed a task that does nothing, and its initializer (the jail's
+        zygote, torch) runs before the first upload instead of in that learner's wait."""
+        from grader.batch import local_pool
+
+        pool = local_pool(self.slots, warm="full")
+        for _ in range(self.slots):
+            pool.submit(os.getpid)
+        return pool
 
     def describe(self) -> str:
         return f"local pool of {self.slots} worker process{'es' if self.slots > 1 else ''}"
