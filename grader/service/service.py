@@ -382,9 +382,19 @@ class Service:
         """reports.render of the visible grade; 404 for no such upload, 409 `not-graded` before its grade."""
         from reports import render
 
-        if self._own_upload(account, upload_id) is None:
+        upload = self._own_upload(account, upload_id)
+        if upload is None:
             raise not_found()
         view = self.visible_grade(account, upload_id)
+        if view is None and upload.status == "failed":
+            raise Refused(
+                409,
+                "not-graded",
+                msg(
+                    "the server could not grade this submission; it does not count against you, "
+                    "and an instructor can grade it again"
+                ),
+            )
         if view is None:
             raise Refused(409, "not-graded", msg("this submission is not graded yet"))
         return render(view, fmt, lang)
