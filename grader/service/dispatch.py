@@ -273,6 +273,7 @@ class Dispatcher:
         ]
         for r in stuck:
             r.lost = True  # should a result come after all, it is dropped
+            r.future.cancel()  # Dask: done now; a local pool's running future ends with its pool
             took = now - r.started
             state = self.queue.fail(
                 r.lease, f"the grading did not finish in {took:.0f} s; its worker was stopped"
