@@ -740,3 +740,31 @@ def test_serve_refuses_bad_options_with_exit_2(tmp_path):
     assert r.returncode == 2 and "--db" in r.stderr and "Traceback" not in r.stderr
     r = serve("--db", db, "--host", "0.0.0.0", "--port", "0")
     assert r.returncode == 2 and "--allow-plain-http" in r.stderr
+
+
+def test_a_full_queue_is_429_queue_full_with_retry_after_and_stores_nothing(tmp_path, monkeypatch):
+    """In process (the queue made full by hand: QUEUE_DEPTH is 2,000 jobs)."""
+    from fastapi.testclient import TestClient
+
+    from grader.limits import QUEUE_RETRY_SECONDS
+    from grader.service.app import create_app
+    from grader.service.service import Service
+    from grader.store.queue import QueueFull
+
+    db = str(tmp_path / "full.db")
+    service = Service.open(db)
+    try:
+        token = issue_token(service.gradebook, "quinn")
+
+        def full(*args, **kwargs):
+            raise QueueFull(2000)
+        monkeypatch.setattr(service.queue, "submit", full)
+        with TestClient(create_app(service)) as http:
+            r = http.post("/api/v1/exercises/day45-quiz/submissions",
+                          content=zip_of({"answers.toml": b"[answers]\n"}),
+                          headers={"Authorization": f"Bearer {token}", "Content-Type": "application/zip"})
+        assert r.status_code == 429 and error_of(r)["code"] == "queue-full"
+        assert r.headers["Retry-After"] == str(QUEUE_RETRY_SECONDS)
+        assert service.queue.uploads("quinn") == []
+    finally:
+        service.close()
