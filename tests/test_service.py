@@ -44,7 +44,7 @@ from grader.store.accounts import issue_token, revoke_tokens
 ROOT = Path(__file__).resolve().parents[1]
 EDITION = ("day45-quiz", "day45-attention", "day49-quiz", "day49-data")
 PLANTED = {name: f"PLANTED-{name}-{uuid.uuid4().hex}" for name in ("hidden", "key", "solution")}
-STUDENTS = ("alice", "bob", "carol", "dave", "erin")
+STUDENTS = ("alice", "bob", "carol", "dave", "erin", "frank")
 WAIT = 150  # seconds any one wait for grades may take, at most
 
 # -- the private edition and the course --------------------------------------------------------------
@@ -464,6 +464,18 @@ def test_the_rate_limit_is_429_with_retry_after_and_a_replay_is_the_first_upload
     assert [u["id"] for u in uploads] == [first.json()["id"], second.json()["id"]]
     status = clients["dave"].get("/status", params={"exercise": "day45-quiz"}).json()[0]
     assert status["tokens_left"] == 0 and status["next_submission_at"] is not None
+
+
+def test_a_late_day_is_spent_only_when_asked_and_makes_the_upload_on_time(clients):
+    sheet = {"answers.toml": quiz_sheet(wrong=False)}
+    r = clients["frank"].upload("day45-quiz", sheet, key="frank-1", use_late_day="true")
+    assert r.status_code == 202, r.text
+    sub = r.json()
+    assert sub["late_days_spent"] == 1 and sub["late"]["days"] == 0 and sub["late"]["penalty"] == 0
+    assert clients["frank"].get("/me").json()["late_days"] == {"total": 2, "spent": 1, "left": 1}
+    r = clients["frank"].upload("day45-quiz", {"answers.toml": quiz_sheet(wrong=True)}, key="frank-2")
+    assert r.status_code == 202 and r.json()["late_days_spent"] == 0 and r.json()["late"]["days"] == 1
+    assert clients["frank"].get("/me").json()["late_days"]["spent"] == 1, "none without consent"
 
 
 def test_closed_and_not_open_are_409(clients):
