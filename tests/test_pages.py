@@ -38,6 +38,7 @@ from grader.service.pages import (
     same_origin,
     sign_session,
 )
+from grader.service.policy import CoursePolicy
 from grader.store import accounts
 from grader.store.gradebook import Gradebook
 
@@ -90,6 +91,7 @@ class PagesService:
         self.now = T0
         self.clock = lambda: self.now
         self.exercises = {EXERCISE: load_exercise(EXERCISE)}
+        self.policy = CoursePolicy.model_validate({"exercises": {EXERCISE: {"counts": "chosen"}}})
         self.grades: dict[int, Grade] = {}
         self.uploads: dict[int, dict] = {}
 
@@ -114,6 +116,13 @@ class PagesService:
         who = learner if account.role == "instructor" else account.learner
         return [u for u in self.uploads.values()
                 if (who is None or u["learner"] == who) and exercise in (None, u["exercise"])]
+
+    def choose(self, account, upload_id):
+        chosen = self.uploads[upload_id]
+        for u in self.uploads.values():
+            if u["learner"] == chosen["learner"] and u["exercise"] == chosen["exercise"]:
+                u["counted"] = u is chosen
+        return chosen
 
     def visible_grade(self, account, upload_id):
         found = self._mine(account, upload_id)
@@ -364,13 +373,37 @@ def test_a_submission_not_graded_yet_says_so(course):
     assert page.status_code == 200 and 'data-status="queued"' in page.text and 'id="checks"' not in page.text
 
 
+def test_a_learner_counts_the_submission_they_choose(course):
+    client = signed_in(course, "alice")
+    page = client.get("/submissions/2")
+    assert 'action="/submissions/2/choose"' in page.text
+    assert 'action="/submissions/1/choose"' not in client.get("/submissions/1").text    # counted already
+    assert 'action="/submissions/5/choose"' not in client.get("/submissions/5").text    # not graded
+    csrf = form_csrf(page.text)
+    assert client.post("/submissions/2/choose", data={}).status_code == 403
+    assert client.post("/submissions/2/choose", data={"csrf": csrf},
+                       headers={"origin": "https://evil.example"}).status_code == 403
+    assert not course.service.uploads[2]["counted"]
+    bob = signed_in(course, "bob")
+    bobs = form_csrf(bob.get("/").text)
+    assert bob.post("/submissions/2/choose", data={"csrf": bobs}).status_code == 404     # not his
+    prof = signed_in(course, "prof")
+    assert 'action="/submissions/2/choose"' not in prof.get("/submissions/2").text
+    assert prof.post("/submissions/2/choose", data={"csrf": form_csrf(prof.get("/").text)}).status_code == 404
+    assert not course.service.uploads[2]["counted"]
+    response = client.post("/submissions/2/choose", data={"csrf": csrf})
+    assert response.status_code == 303 and response.headers["location"] == "/submissions/2"
+    assert course.service.uploads[2]["counted"] and not course.service.uploads[1]["counted"]
+
+
 def test_another_learners_submission_is_the_same_404_as_a_missing_one(course):
     client = signed_in(course, "bob")
     assert client.get("/submissions/3").status_code == 200
     missing = client.get("/submissions/999")
     assert missing.status_code == 404
     for other in ("/submissions/1", "/submissions/2", "/submissions/5", "/submissions/4", "/submissions/x",
-                  "/submissions/-1", "/submissions/99999999999999999999999"):
+                  "/submissions/-1", "/submissions/99999999999999999999999", "/submissions/%C2%B2",
+                  "/submissions/%EF%BC%91"):   # ² and a full-width 1: str.isdigit says yes
         response = client.get(other)
         assert (response.status_code, response.text) == (404, missing.text), other
 

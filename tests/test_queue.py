@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import func, select, text, update
 
-from grader.limits import IDEMPOTENCY_KEY_CHARS, JOB_ATTEMPTS
+from grader.limits import IDEMPOTENCY_KEY_CHARS, JOB_ATTEMPTS, MESSAGE_BYTES
 from grader.models import CheckResult, Grade
 from grader.store import Gradebook, Incoming, Outcome, migrate
 from grader.store.gradebook import make_engine
@@ -186,14 +186,26 @@ def q_status(book, job_id) -> str:
         return s.scalar(select(Job.status).where(Job.id == job_id))
 
 
+def test_a_heartbeat_keeps_a_lease_from_expiring(book, version):
+    q = Queue(book, "test:1:a", lease_seconds=-1)
+    q.submit("alice", EXERCISE, version, files(1))
+    (lease,) = q.lease()
+    renewing = Queue(book, "test:1:a")                   # the same owner, renewing for LEASE_SECONDS
+    assert renewing.heartbeat([lease]) == []
+    assert q.expire() == 0 and q_status(book, lease.job_id) == "running"
+    assert renewing.complete(lease, graded()) is not None
+
+
 def test_job_attempts_failures_make_a_dead_letter_refunded_and_retry_brings_it_back(book, version):
     q = Queue(book, "test:1:a")
     up = q.submit("alice", EXERCISE, version, files(1), use_late_day=True, late_days_spent=1)
     assert q.late_days_spent("alice") == 1
     statuses = []
-    for _ in range(JOB_ATTEMPTS):
+    for i in range(JOB_ATTEMPTS):
         (lease,) = q.lease()
-        statuses.append(q.fail(lease, "worker died"))
+        statuses.append(q.fail(lease, "x" * 10 * MESSAGE_BYTES if i == 0 else "worker died"))
+    with book.sessions() as s:                           # a traceback's length is capped
+        assert len(s.scalar(select(Job.last_error))) <= MESSAGE_BYTES
     assert statuses == ["queued"] * (JOB_ATTEMPTS - 1) + ["dead"]
     shown = q.upload(up.id)
     assert shown.status == "failed" and shown.refunded and shown.grade is None and shown.run_id is None

@@ -36,7 +36,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from grader.limits import REQUEST_BYTES, UPLOAD_BYTES, UPLOAD_FILES
+from grader.limits import REQUEST_BYTES, SUBMISSION_BYTES, UPLOAD_BYTES, UPLOAD_FILES
 from grader.sampleclass import make_class
 from grader.store import Gradebook
 from grader.store.accounts import issue_token, revoke_tokens
@@ -182,6 +182,7 @@ def zip_of(files: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
+SERVER_PID: list[int] = []  # the kill -9 test's server
 SEEN: list[tuple[str, httpx.Response]] = []  # every response a student received here
 
 
@@ -291,6 +292,7 @@ def test_health_and_openapi_need_no_token(clients):
     assert r.status_code == 200 and r.json()["status"] == "ok"
     schema = clients["anonymous"].get("/openapi.json").json()
     assert "/api/v1/exercises/{exercise}/submissions" in schema["paths"]
+    assert clients["anonymous"].get("/docs").status_code == 404, "no page that loads a CDN's scripts"
 
 
 @pytest.mark.parametrize("who", ["anonymous", "revoked"])
@@ -417,6 +419,7 @@ def traversal() -> bytes:
     (traversal(), "outside the archive"),
     (zip_of({"notes.txt": b"hello"}), "none of the files"),
     (members(UPLOAD_FILES + 1), f"more than the {UPLOAD_FILES} allowed"),
+    (zip_of({"answers.toml": b"0" * (SUBMISSION_BYTES + 1)}), "would inflate"),
     (zip_of({"a/answers.toml": b"[answers]\n", "b/answers.toml": b"[answers]\n"}), "could be answers.toml"),
 ])
 def test_an_unreadable_upload_is_422_naming_why_and_spends_nothing(clients, body, reason):
@@ -426,6 +429,21 @@ def test_an_unreadable_upload_is_422_naming_why_and_spends_nothing(clients, body
     assert error["code"] == "bad-upload" and error["field"] == "body" and reason in error["message"]
     status = clients["dave"].get("/status", params={"exercise": "day45-quiz"}).json()[0]
     assert status["submissions"] == 0 and status["tokens_left"] == 2
+
+
+def test_a_sheet_that_does_not_parse_is_graded_unreadable_and_gives_its_token_back(clients):
+    r = clients["erin"].upload("day45-quiz", {"answers.toml": b"[answers\nd4_h2_d_k = 2\n"})
+    assert r.status_code == 202, r.text
+    sub = clients["erin"].wait(r.json()["id"])
+    assert sub["status"] == "graded" and sub["score"] == 0
+    assert sub["grade"]["error"]["kind"] == "invalid-submission"
+    deadline = time.monotonic() + 30  # the refund follows the grade
+    while time.monotonic() < deadline:
+        (status,) = clients["erin"].get("/status", params={"exercise": "day45-quiz"}).json()
+        if status["tokens_left"] == 2:
+            break
+        time.sleep(0.2)
+    assert status["submissions"] == 1 and status["tokens_left"] == 2, status
 
 
 def test_the_rate_limit_is_429_with_retry_after_and_a_replay_is_the_first_upload(clients):
@@ -516,7 +534,7 @@ def test_status_and_the_class_view(clients, graded):
     assert quiz["submissions"] == 1 and quiz["counted"] == graded["alice-quiz"]["id"]
     assert quiz["score"] == pytest.approx(graded["alice-quiz"]["score"])
     grades = {g["learner"]: g for g in clients["prof"].get("/class/day45-quiz/grades").json()}
-    assert grades["alice"]["submission"] == graded["alice-quiz"]["id"]
+    assert grades["alice"]["submission"] == graded["alice-quiz"]["id"] and grades["alice"]["name"] == "Alice"
     assert grades["alice"]["score"] == pytest.approx(graded["alice-quiz"]["score"])
     assert grades["alice"]["late"]["days"] == 1 and grades["carol"]["late"]["days"] == 0
     queue = clients["prof"].get("/queue").json()
@@ -574,7 +592,9 @@ def test_no_response_to_a_student_contains_a_hidden_test_a_key_or_a_solution(cli
 # -- a killed server --------------------------------------------------------------------------------------
 
 
-def test_kill_9_with_jobs_queued_and_running_then_a_restart_grades_each_exactly_once(tmp_path):
+def test_a_killed_worker_and_a_killed_server_lose_nothing_and_grade_each_exactly_once(tmp_path):
+    """A worker killed mid-grading fails only its job (graded again on a fresh pool); then the
+    server is killed with jobs queued and running, and the restarted server grades the rest."""
     exercises = private_edition(tmp_path / "exercises")
     (exercises / "day49-data" / "hidden" / "test_zz_slow.py").write_text(
         "import time\nfrom grader.testkit import check\n\n\n"
@@ -586,6 +606,8 @@ def test_kill_9_with_jobs_queued_and_running_then_a_restart_grades_each_exactly_
     n = 4
     solution = (ROOT / "exercises" / "day49-data" / "solution" / "data.py").read_bytes()
     server = Server(tmp_path, db, exercises).start()
+    assert server.proc is not None
+    SERVER_PID[:] = [server.proc.pid]
     try:
         kim = Client(server.url, token, student=False)
         ids = []
@@ -593,14 +615,9 @@ def test_kill_9_with_jobs_queued_and_running_then_a_restart_grades_each_exactly_
             r = kim.upload("day49-data", {"data.py": solution + f"\n# upload {i}\n".encode()}, key=f"k{i}")
             assert r.status_code == 202, r.text
             ids.append(r.json()["id"])
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            states = [kim.get(f"/submissions/{i}").json()["status"] for i in ids]
-            if states.count("graded") >= 1 and "grading" in states:
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail(f"never one graded and one grading at once: {states}")
+        first_worker = running(kim, ids, graded=0)
+        os.kill(first_worker, signal.SIGKILL)  # a worker dies mid-grading: its lease fails, a new pool
+        running(kim, ids, graded=1, but_not=first_worker)
         server.kill9()
         deadline = time.monotonic() + 20  # the pool's workers die with the server
         while time.monotonic() < deadline:
@@ -623,10 +640,74 @@ def test_kill_9_with_jobs_queued_and_running_then_a_restart_grades_each_exactly_
             counts = gb.counts("day49-data")
         assert counts["final_runs"] == counts["graded_pairs"] == counts["submissions"] == n
         assert counts["error_runs"] == 0
-        assert clients_jobs_attempts(db) == [1] * n, "a restart never counts an attempt"
+        attempts = clients_jobs_attempts(db)
+        assert sorted(attempts) == [1] * (n - 1) + [2], "the dead worker's job, once more; a restart: never"
+        assert "a worker process died" in (tmp_path / "serve-1.log").read_text()
         assert re.search(r"job \d+ \(upload \d+, kim, day49-data\): graded", server.log.read_text())
     finally:
         server.stop()
+
+
+def test_two_servers_on_one_postgresql_gradebook_grade_every_upload_once(tmp_path, postgres):
+    db = postgres.create_database()
+    exercises = private_edition(tmp_path / "exercises")
+    n = 10
+    with Gradebook(db) as gb:
+        tokens = [issue_token(gb, f"p{i}") for i in range(n)]
+    servers = [Server(tmp_path / name, db, exercises) for name in ("a", "b")]
+    try:
+        for server in servers:
+            server.root.mkdir()
+            server.start()
+        sheet = quiz_sheet(wrong=False)
+        ids = []
+        for i, token in enumerate(tokens):  # every other upload to the other server
+            r = Client(servers[i % 2].url, token, student=False).upload(
+                "day45-quiz", {"answers.toml": sheet + f"\n# {i}\n".encode()}, key="once")
+            assert r.status_code == 202, r.text
+            ids.append(r.json()["id"])
+        for i, (token, upload_id) in enumerate(zip(tokens, ids, strict=True)):  # read from the other
+            other = Client(servers[(i + 1) % 2].url, token, student=False)
+            assert other.wait(upload_id)["status"] == "graded"
+    finally:
+        for server in servers:
+            server.stop()
+    with Gradebook(db) as gb:
+        counts = gb.counts("day45-quiz")
+    assert counts["final_runs"] == counts["graded_pairs"] == counts["submissions"] == n
+    assert clients_jobs_attempts(db) == [1] * n, "no job was leased twice"
+    logs = "".join(server.log.read_text() for server in servers)
+    assert len(re.findall(r"day45-quiz\): graded", logs)) == n, "each graded by one server, once"
+
+
+def workers_of(pid: int) -> list[int]:
+    """The pool's worker processes of a server: its children that multiprocessing spawned."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and b"spawn_main" in cmdline and b"resource_tracker" not in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def running(client: Client, ids: list[int], *, graded: int, but_not: int | None = None) -> int:
+    """Wait until at least `graded` uploads are graded and one is grading on a live worker
+    (another than `but_not`); that worker's pid."""
+    deadline = time.monotonic() + WAIT
+    states: list[str] = []
+    while time.monotonic() < deadline:
+        states = [client.get(f"/submissions/{i}").json()["status"] for i in ids]
+        workers = [w for w in workers_of(SERVER_PID[0]) if w != but_not]
+        if states.count("graded") >= graded and "grading" in states and len(workers) == 1:
+            return workers[0]
+        time.sleep(0.1)
+    pytest.fail(f"never {graded} graded and one grading at once: {states}")
 
 
 def clients_jobs_attempts(db: str) -> list[int]:

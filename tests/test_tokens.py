@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from grader.limits import TOKEN_BYTES
@@ -206,3 +208,19 @@ def test_a_roster_that_is_not_utf8_names_the_row(tmp_path):
 def test_the_tokens_csv_guards_formulas_but_never_a_token():
     text = render_tokens([(RosterRow("1", "@SUM(A1)", "-x@y"), "_tok")])
     assert text.splitlines() == ["learner,name,email,token", "1,'@SUM(A1),'-x@y,_tok"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.text(alphabet=st.sampled_from('ab1 ",\n\r\x00é=-'), max_size=6), max_size=5),
+                max_size=6),
+       st.sampled_from(["Student,ID,SIS User ID", "Identifier,Full name,Email address", "x,y"]))
+def test_any_roster_is_read_or_refused_with_a_roster_error(tmp_path, rows, header):
+    roster = tmp_path / "fuzz.csv"
+    roster.write_text(header + "\n" + "\n".join(",".join(r) for r in rows), encoding="utf-8")
+    try:
+        learners = read_roster(roster)
+    except RosterError as exc:
+        assert str(exc).startswith(str(roster))
+    else:
+        assert learners and all(r.learner.isdigit() for r in learners)
+        assert len({r.learner for r in learners}) == len(learners)

@@ -70,16 +70,6 @@ def serve(db, host, port, workers, scheduler, course, tls_cert, tls_key, allow_p
     Uploads are queued in the gradebook DB and graded by --workers warm worker processes (or a
     Dask cluster); several servers may share one PostgreSQL gradebook. Hidden tests, keys and
     solutions (GRADER_EXERCISES_DIR) never leave this machine."""
-    import logging
-
-    import uvicorn
-
-    from grader.errors import GraderError
-    from grader.service.app import create_app
-    from grader.service.dispatch import DaskExecutor, Dispatcher, WarmPool
-    from grader.service.service import Service
-    from grader.store import StoreError, redact
-
     if (tls_cert is None) != (tls_key is None):
         usage_error("--tls-cert and --tls-key go together")
     for option, path in (("--tls-cert", tls_cert), ("--tls-key", tls_key), ("--course", course)):
@@ -90,6 +80,16 @@ def serve(db, host, port, workers, scheduler, course, tls_cert, tls_key, allow_p
             f"--host {host}: refusing to serve tokens and reports over plain HTTP on a non-loopback "
             "address; give --tls-cert and --tls-key, or --allow-plain-http behind a TLS reverse proxy"
         )
+    import logging
+
+    import uvicorn
+
+    from grader.errors import GraderError
+    from grader.service.app import create_app
+    from grader.service.dispatch import DaskExecutor, Dispatcher, WarmPool
+    from grader.service.service import Service
+    from grader.store import StoreError, redact
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)  # "Context impl SQLiteImpl." at every start
     try:

@@ -1,8 +1,8 @@
 """The dispatcher of a grading server: jobs out of the gradebook's queue, grades back into it.
 
-One thread of the `grader serve` process runs `Dispatcher.step` in a loop: expire() the leases
-that ran out (another server died), collect the gradings that finished, renew the leases still
-running every LEASE_SECONDS / 4, then lease as many queued jobs as there are free worker slots
+One thread of the `grader serve` process runs `Dispatcher.step` in a loop: collect the gradings
+that finished, renew the leases still running and expire() the leases that ran out (another
+server died) every LEASE_SECONDS / 4, then lease as many queued jobs as there are free worker slots
 and hand them to the executor. It wakes at once when this process stores an upload (`wake`) and
 polls every POLL_SECONDS for the uploads of other `grader serve` processes on the same gradebook.
 
@@ -158,6 +158,7 @@ class Dispatcher:
         self.running: dict[int, Running] = {}  # job id ->
         self.paused_until = 0.0  # monotonic: no leasing before this (a refusing jail)
         self._next_heartbeat = 0.0
+        self._next_expire = 0.0
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -196,7 +197,9 @@ class Dispatcher:
         now = time.monotonic()
         if self.running and now >= self._next_heartbeat:
             self.heartbeat()
-        self.queue.expire()
+        if now >= self._next_expire:  # a lease runs LEASE_SECONDS: looking 4 times as often is enough
+            self.queue.expire()
+            self._next_expire = now + self.heartbeat_seconds
         free = self.executor.slots - len(self.running)
         if free > 0 and now >= self.paused_until:
             for lease in self.queue.lease(free):

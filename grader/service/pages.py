@@ -4,6 +4,7 @@
     POST /login                    token -> a signed session cookie
     POST /logout                   the cookie goes
     GET  /submissions/{id}         the report of the visible view (another learner's id: 404)
+    POST /submissions/{id}/choose  count this upload (an exercise whose policy says "chosen")
     GET  /class/{ex}               instructor: the class report of the counted grades
     GET  /class/{ex}/{learner}     instructor: one learner's submissions of one exercise
 
@@ -16,7 +17,7 @@ The session cookie is `payload.signature`: payload = base64url JSON {account id,
 hex digits of the token's SHA-256, expiry}, signature = HMAC-SHA256 under the server's secret
 (`accounts.secret`). It names the token, not only the account, so revoking the token ends the
 session at its next request; it holds no token, so a stolen cookie dies with its expiry. Every
-POST carries a CSRF token: HMAC of the session cookie (logout), or of a random login cookie
+POST carries a CSRF token: HMAC of the session cookie (sign out, choose), or of a random login cookie
 (the sign-in form, a signed double-submit cookie); an Origin or Referer of another host is
 refused as well.
 """
@@ -35,13 +36,13 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from grader.limits import REQUEST_BYTES, SESSION_SECONDS
 from grader.locale import LANGS, N_, normalize_lang
-from grader.models import Grade
 from grader.text import shown
 from reports.html import HTML_LANG, translator
 from reports.html import TEMPLATES as REPORT_TEMPLATES
@@ -53,6 +54,7 @@ SESSION_COOKIE = "grader_session"
 LOGIN_COOKIE = "grader_login"  # the sign-in form's double-submit nonce
 TOKEN_PREFIX_CHARS = 16  # hex digits of the token's SHA-256 a session keeps (64 bits)
 FORM_FIELDS = 8  # fields parsed from a form; ours have at most three
+ID_DIGITS = 18  # an upload id in a URL: more digits than a 64-bit column holds is no upload
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -265,7 +267,7 @@ def now(request: Request) -> float:
 
 def account_of(request: Request):
     """The account of the request's session cookie, or None (no cookie, tampered, expired, or
-    its token revoked). The API may call it too, for a browser's requests."""
+    its token revoked). The API reads it too, for GET only (grader/service/app.py)."""
     record = read_session(signing_key(request), request.cookies.get(SESSION_COOKIE), now(request))
     return None if record is None else live_account(service_of(request).gradebook, record)
 
@@ -305,15 +307,28 @@ def cookie_args(request: Request) -> dict:
     return dict(httponly=True, samesite="strict", path="/", secure=request.url.scheme == "https")
 
 
+def session_csrf(request: Request) -> str:
+    """The CSRF token of every form of a signed-in page (sign out, count this submission)."""
+    return csrf_token(signing_key(request), "session", request.cookies.get(SESSION_COOKIE, ""))
+
+
+def session_form_ok(request: Request, form: dict[str, str] | None) -> bool:
+    cookie = request.cookies.get(SESSION_COOKIE)
+    return (
+        form is not None
+        and from_here(request)
+        and csrf_ok(signing_key(request), "session", cookie, form.get("csrf"))
+    )
+
+
 def bar(request: Request, account) -> Markup:
     """The site's bar: home, who is signed in, the languages, sign out."""
-    cookie = request.cookies.get(SESSION_COOKIE, "")
     return Markup(
         render_page(
             "_bar.html.j2",
             **chrome(request),
             account=account,
-            csrf=csrf_token(signing_key(request), "logout", cookie),
+            csrf=session_csrf(request),
         )
     )
 
@@ -344,8 +359,10 @@ def sign_in_page(request: Request, status: int = 200, error: str | None = None) 
     nonce = request.cookies.get(LOGIN_COOKIE)
     if not nonce or len(nonce) > 64:
         nonce = secrets.token_urlsafe(16)
+    from grader.store.accounts import TOKEN_CHARS
+
     csrf = csrf_token(signing_key(request), "login", nonce)
-    response = page(request, None, "signin.html.j2", status, csrf=csrf, error=error)
+    response = page(request, None, "signin.html.j2", status, csrf=csrf, error=error, token_chars=TOKEN_CHARS)
     response.set_cookie(LOGIN_COOKIE, nonce, max_age=SESSION_SECONDS, **cookie_args(request))
     if request.cookies.get(SESSION_COOKIE) is not None:
         response.delete_cookie(SESSION_COOKIE, **cookie_args(request))  # tampered, expired or revoked
@@ -406,9 +423,16 @@ def home(request: Request) -> Response:
     return student_home(request, account)
 
 
+# The POST routes are async only to read their form; the rest (the gradebook, rendering) runs in
+# the thread pool as the GET routes do, so a slow database never stalls the event loop.
+
+
 @router.post("/login", include_in_schema=False)
 async def login(request: Request) -> Response:
-    form = await form_of(request)
+    return await run_in_threadpool(sign_in, request, await form_of(request))
+
+
+def sign_in(request: Request, form: dict[str, str] | None) -> Response:
     if form is None:
         return page(
             request,
@@ -439,13 +463,11 @@ async def login(request: Request) -> Response:
 
 @router.post("/logout", include_in_schema=False)
 async def logout(request: Request) -> Response:
-    form = await form_of(request)
-    cookie = request.cookies.get(SESSION_COOKIE)
-    if (
-        form is None
-        or not from_here(request)
-        or not csrf_ok(signing_key(request), "logout", cookie, form.get("csrf"))
-    ):
+    return await run_in_threadpool(sign_out, request, await form_of(request))
+
+
+def sign_out(request: Request, form: dict[str, str] | None) -> Response:
+    if not session_form_ok(request, form):
         return refused(request)
     response = see("/")
     response.delete_cookie(SESSION_COOKIE, **cookie_args(request))
@@ -457,24 +479,45 @@ def submission_page(request: Request, upload_id: str) -> Response:
     account = account_of(request)
     if account is None:
         return see("/")
-    if not upload_id.isdigit() or len(upload_id) > 18:
+    if not (upload_id.isascii() and upload_id.isdigit()) or len(upload_id) > ID_DIGITS:
         return not_found(request, account)
     service = service_of(request)
     submission = service.submission(account, int(upload_id))
     if submission is None:
         return not_found(request, account)
     grade = service.visible_grade(account, int(upload_id))
+    can_choose = (
+        submission["learner"] == account.learner
+        and submission["status"] == "graded"
+        and service.policy.exercise(submission["exercise"]).counts == "chosen"
+    )
+    context = dict(s=submission, can_choose=can_choose, csrf=session_csrf(request))
     if grade is None:  # queued, grading, or failed on the server's side
-        return page(request, account, "pending.html.j2", s=submission)
-    return report_page(request, account, grade, submission)
-
-
-def report_page(request: Request, account, grade: Grade, submission: dict) -> Response:
+        return page(request, account, "pending.html.j2", **context)
     from reports import render
 
     report = render(grade, "html", lang_of(request))
-    top = rendered(request, account, "_report_top.html.j2", s=submission)
-    return html_page(with_bar(report, top))
+    return html_page(with_bar(report, rendered(request, account, "_report_top.html.j2", **context)))
+
+
+@router.post("/submissions/{upload_id}/choose", include_in_schema=False)
+async def choose(request: Request, upload_id: str) -> Response:
+    return await run_in_threadpool(count_this, request, upload_id, await form_of(request))
+
+
+def count_this(request: Request, upload_id: str, form: dict[str, str] | None) -> Response:
+    """Count this upload (an exercise whose policy counts the one its learner chose)."""
+    account = account_of(request)
+    if account is None or not session_form_ok(request, form):
+        return refused(request)
+    if not (upload_id.isascii() and upload_id.isdigit()) or len(upload_id) > ID_DIGITS:
+        return not_found(request, account)
+    service = service_of(request)
+    submission = service.submission(account, int(upload_id))
+    if submission is None or submission["learner"] != account.learner:
+        return not_found(request, account)  # an instructor chooses for nobody
+    service.choose(account, int(upload_id))
+    return see(f"/submissions/{int(upload_id)}")
 
 
 @router.get("/class/{exercise}", include_in_schema=False)

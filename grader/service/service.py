@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.errors import Refused, SourceError
-from grader.limits import QUEUE_RETRY_SECONDS, UPLOAD_BYTES, UPLOAD_FILES
+from grader.limits import QUEUE_RETRY_SECONDS, SUBMISSION_BYTES, UPLOAD_BYTES, UPLOAD_FILES
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise, Grade
 
@@ -172,7 +172,8 @@ class Service:
     # -- uploads
 
     def read_upload(self, exercise: Exercise, body: bytes) -> dict[str, bytes]:
-        """The learner files of an uploaded zip, by grader/sources.py's rules; Refused 422
+        """The learner files of an uploaded zip, by grader/sources.py's rules (UPLOAD_FILES members,
+        inflating to SUBMISSION_BYTES at most: what one submission may send the jail); Refused 422
         `bad-upload` (field "body") naming the reason when it cannot be graded as sent."""
         from grader.sources import match_files, read_zip
 
@@ -184,7 +185,9 @@ class Service:
         if len(body) > UPLOAD_BYTES:  # the app stops reading sooner; a caller that is not the app
             raise Refused(413, "too-large", too_large(UPLOAD_BYTES), "body")
         try:
-            tree = read_zip(body, exercise, max_members=UPLOAD_FILES, label="the upload")
+            tree = read_zip(
+                body, exercise, max_total=SUBMISSION_BYTES, max_members=UPLOAD_FILES, label="the upload"
+            )
         except SourceError as exc:
             raise bad(message_of(exc)) from None
         files, problem = match_files(exercise, tree)
@@ -452,6 +455,7 @@ class Service:
         for u in self.queue.uploads(None, exercise):
             by_learner.setdefault(u.learner, []).append(u)
         staff = Account(id=0, learner="", name=None, role=INSTRUCTOR)
+        names = self._names(list(by_learner))
         out = []
         for learner, uploads in sorted(by_learner.items()):
             d = self._deadlines(exercise, learner, extensions)
@@ -461,11 +465,10 @@ class Service:
             if chosen is not None:
                 late = lateness(self.policy, exercise, chosen.received_at, d, chosen.late_days_spent)
                 view = self._view(staff, chosen, d, late)
-            who = self.gradebook.learner(learner) or {}
             out.append(
                 {
                     "learner": learner,
-                    "name": who.get("name"),
+                    "name": names.get(learner),
                     "submission": counts,
                     "submissions": len(uploads),
                     "score": view.score if view else None,
@@ -476,6 +479,21 @@ class Service:
                     else None,
                 }
             )
+        return out
+
+    def _names(self, learners: list[str]) -> dict[str, str | None]:
+        """learner -> the name the gradebook has for them (from the roster or a token's --name)."""
+        from sqlalchemy import select
+
+        from grader.store.schema import Learner
+
+        out: dict[str, str | None] = {}
+        with self.gradebook.sessions() as s:
+            for i in range(0, len(learners), 500):
+                rows = s.execute(
+                    select(Learner.key, Learner.name).where(Learner.key.in_(learners[i : i + 500]))
+                )
+                out.update({key: name for key, name in rows})
         return out
 
     # -- instructors

@@ -32,7 +32,14 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from grader.limits import IDEMPOTENCY_KEY_CHARS, JOB_ATTEMPTS, LEASE_SECONDS, QUEUE_DEPTH, QUEUE_RETRY_SECONDS
+from grader.limits import (
+    IDEMPOTENCY_KEY_CHARS,
+    JOB_ATTEMPTS,
+    LEASE_SECONDS,
+    MESSAGE_BYTES,
+    QUEUE_DEPTH,
+    QUEUE_RETRY_SECONDS,
+)
 from grader.models import Grade
 from grader.store.gradebook import Gradebook, Incoming, Outcome, learner_row, store_run, store_submissions
 from grader.store.schema import (
@@ -49,6 +56,7 @@ from grader.store.schema import (
     UploadRow,
     utcnow,
 )
+from grader.text import cap_bytes
 
 # what a learner sees of a job's status
 UPLOAD_STATUS = {"queued": "queued", "running": "grading", "done": "graded", "dead": "failed"}
@@ -454,7 +462,7 @@ class Queue:
             return job.status
 
     def _requeue_or_kill(self, s: Session, job: Job, message: str) -> None:
-        job.last_error = message
+        job.last_error = cap_bytes(str(message), MESSAGE_BYTES)  # a worker's traceback can be long
         job.lease_owner = job.lease_token = job.lease_expires_at = None
         if job.attempts < JOB_ATTEMPTS:
             job.status = "queued"
