@@ -79,7 +79,7 @@ def work(tmp_path: Path, text: str = "def load():\n    return 1\n") -> Path:
 
 
 def test_login_checks_the_token_and_keeps_it_in_a_0600_file(env, stub):
-    result = run("login", "--server", stub.url + "/", input=TOKEN + "\n")
+    result = run("login", "--server", stub.url + "/", input=f"  {TOKEN} \n")  # as pasted
     assert result.exit_code == 0, result.output
     assert TOKEN not in result.stdout  # the prompt hides the token
     assert "alice" in result.stdout
@@ -97,6 +97,13 @@ def test_login_with_a_refused_token_stores_nothing(env, stub):
     assert "error: unknown or revoked token" in result.stderr
     assert "grader login" in result.stderr
     assert not (env / "config" / "gpt-bughunt-grader" / "login.json").exists()
+
+
+def test_a_token_that_cannot_be_one_is_refused_before_it_is_sent(env, stub):
+    for bad in ("", "two words", "tok\r\nX-Evil: 1", "t\u00f6ken", "x" * 2000):
+        result = run("login", "--server", stub.url, "--token", bad)
+        assert result.exit_code == 2 and "not one the server issues" in result.stderr, repr(bad)
+    assert stub.languages == []  # nothing reached the server
 
 
 def test_the_login_file_then_the_environment(env, stub, monkeypatch, tmp_path):
