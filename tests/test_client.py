@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 from client_stub import TOKEN, Stub, digest, retry_in
 
-from grader.cli import GRADING_IMPORTS, GRADING_MODULES, main
+from grader.cli import COMMANDS, GRADING_IMPORTS, GRADING_MODULES, main
 from grader.client import api as client_api
 from grader.client.config import check_token_url, is_loopback, normalize_server, read_login, save_login
 from grader.client.errors import ClientError, Refused, ServerFailure, from_answer, retry_after
@@ -533,6 +533,16 @@ def test_submit_imports_nothing_heavy(stub, tmp_path):
         got, out = probe(args, env)
         assert got == {"code": 0, "heavy": []}, (args, got, out.stderr)
     assert len(stub.uploads) == 1
+
+
+def test_help_lists_every_command_without_importing_what_grades():
+    """`grader --help` imports each command's module for its one-line help, and those modules
+    keep their heavy imports inside the commands (reports.render, light, is the one they load)."""
+    got, out = probe(["--help"])
+    assert got["code"] == 0 and got["heavy"] in ([], ["reports"]), got
+    help_text = out.stdout.split("Commands:")[1].splitlines()[:-1]  # the probe prints its JSON last
+    listed = {line.split()[0] for line in help_text if line.strip()}
+    assert listed == set(COMMANDS)
 
 
 BLOCKER = """
