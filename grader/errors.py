@@ -16,7 +16,13 @@
     │   │   ├── service.policy.PolicyError  course.toml is malformed; names the file and the
     │   │   │                       field path (exercises.day45-attention.due: ...)
     │   │   ├── service.roster.RosterError  a roster CSV that cannot be read (file, row, column)
-    │   │   └── JailUnsound         the jail failed a canary attack: grading must not start
+    │   │   ├── JailUnsound         the jail failed a canary attack: grading must not start
+    │   │   └── client.ClientError  the student client cannot ask: no server or token, a token
+    │   │                           over plain http://, an answer 401/403/404/413/422
+    │   ├── client.Refused          exit_code 3: the server refused the submission for now
+    │   │                           (closed, not open, rate-limited); `retry_at` when known
+    │   ├── client.ServerFailure    exit_code 4: the server's side failed (5xx, unreachable, a
+    │   │                           grading that failed, a full queue): never the learner's
     │   ├── InvalidSubmission       the submission can be read but not graded as it is (a missing
     │   │                           file or name, a syntax error): it fails, kind
     │   │                           "invalid-submission"
@@ -39,8 +45,9 @@
     └── RuntimeError                                                        (grader/jail/*.py), so
         └── store.pgtemp.PostgresUnavailable   no PostgreSQL to test with  not this module
 
-Exit codes (DESIGN.md): 0 pass, 1 graded but failing, 2 usage or input error. Each class carries
-its code as `exit_code`; a command that lets a GraderError through exits with it.
+Exit codes (DESIGN.md): 0 pass, 1 graded but failing, 2 usage or input error; the student client
+adds 3 (refused for now: closed, not open, over the limit) and 4 (a failure on the server's side).
+Each class carries its code as `exit_code`; a command that lets a GraderError through exits with it.
 
 Every class is importable from here and, as before, from the module that raises it
 (grader.submission.UsageError, grader.jail.client.JailError, grader.doctor.JailUnsound, ...).
@@ -52,6 +59,7 @@ from grader.limits import MESSAGE_CHARS, SHORT_CHARS
 from grader.locale import msg
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_REFUSED, EXIT_SERVER = 3, 4  # the student client's (grader.client.errors)
 
 
 class GraderError(Exception):

@@ -69,6 +69,7 @@ For every exercise:
     CLIENT_TIMEOUT_SECONDS        30        one HTTP request of the student client
     CLIENT_RETRIES                3         tries of a request after a network error
     WAIT_SECONDS                  900       how long `grader submit --wait` waits
+    CLIENT_RESPONSE_BYTES         64 MiB    one answer the student client reads
     ANSWER_CHARS                  200       a quiz answer string, before and after normalising
     ANSWER_ELEMENTS               10,000    a list answer, all elements together
     ANSWER_DIMS                   4         nesting depth of a list answer
@@ -183,6 +184,7 @@ SESSION_SECONDS = 12 * 3600  # a browser session's cookie
 CLIENT_TIMEOUT_SECONDS = 30.0  # one HTTP request of the student client
 CLIENT_RETRIES = 3  # tries of one request after a network error (same idempotency key)
 WAIT_SECONDS = 900.0  # `grader submit --wait` gives up waiting after this (the grade goes on)
+CLIENT_RESPONSE_BYTES = 64 * MiB  # one answer the client reads: a history with its grades, a report
 
 # -- quiz answers (grader.answers) ------------------------------------------------------------
 ANSWER_CHARS = 200  # a string answer, before and after normalisation

@@ -58,7 +58,7 @@ from grader.limits import METADATA_NODES as MAX_METADATA_NODES
 from grader.limits import NESTED_ARCHIVE_BYTES as MAX_NESTED_BYTES
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise
-from grader.store.gradebook import Incoming
+from grader.submission import Incoming
 
 IGNORED = ("__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini", "__pycache__")
 
@@ -587,6 +587,25 @@ def match_files(
             return {}, entry.problem
         files[name] = entry.data or b""
     return files, None
+
+
+def read_learner(path: Path, exercise: Exercise) -> tuple[dict[str, bytes], str | None]:
+    """One learner's own submission at `path` (a folder, one file, or a zip of their work), read
+    as a class's folder layout reads learner `alice/`, `alice.py` or `alice.zip`: the same
+    match_files, so what `grader submit` packs is what the server and `grader batch` find.
+    Raises SourceError when `path` is missing or a symbolic link."""
+    path = Path(path)
+    if path.is_symlink():
+        raise SourceError(msg("{path} is a symbolic link; give the folder or file itself", path=str(path)))
+    if path.is_dir():
+        top = PurePosixPath("learner")
+        return match_files(exercise, subtree(_read_learner_folder(path, top, exercise), top.name))
+    if not path.exists():
+        raise SourceError(msg("{path} does not exist", path=str(path)))
+    with os.scandir(path.parent) as it:  # the DirEntry the folder layout reads a file through
+        entry = next(e for e in it if e.name == path.name)
+    name = canonical_name(path.name)
+    return match_files(exercise, {PurePosixPath(name): _read_file(entry, name, exercise)})
 
 
 def _reupload_number(name: str) -> int:

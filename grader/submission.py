@@ -9,13 +9,27 @@ from __future__ import annotations
 import ast
 import hashlib
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from grader.errors import InvalidSubmission, UsageError
 from grader.limits import LEARNER_FILE_BYTES as MAX_FILE_BYTES
 from grader.locale import msg
 from grader.models import Exercise
+
+
+def files_digest(files: Mapping[str, bytes], problem: str | None = None) -> str:
+    """The SHA-256 of a submission's files (and of the problem that stops it being graded): the
+    gradebook deduplicates by it, the grader and the student client show it. One rule, here,
+    because this module is light enough for the client (no torch, no SQLAlchemy)."""
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + files[name] + b"\0")
+    if problem:
+        h.update(b"problem\0" + problem.encode("utf-8", "replace"))
+    return h.hexdigest()
 
 
 @dataclass
@@ -25,10 +39,26 @@ class SubmittedFiles:
 
     @property
     def digest(self) -> str:
-        h = hashlib.sha256()
-        for name in sorted(self.files):
-            h.update(name.encode() + b"\0" + self.files[name] + b"\0")
-        return h.hexdigest()
+        return files_digest(self.files)
+
+
+@dataclass
+class Incoming:
+    """One learner's submission as a batch found it in SOURCE (or the server received it)."""
+
+    learner: str
+    files: dict[str, bytes]
+    name: str | None = None
+    email: str | None = None
+    layout: str = "folder"
+    origin: str = ""
+    late: bool = False
+    problem: str | None = None  # why it cannot be graded (symlink, too large, ...)
+    submitted_at: datetime | None = None
+
+    @property
+    def digest(self) -> str:
+        return files_digest(self.files, self.problem)
 
 
 def read_submission(exercise: Exercise, path: Path) -> SubmittedFiles:

@@ -28,6 +28,7 @@ if [ ! -f "$stamp" ]; then
     .venv/bin/pip install -q --upgrade pip
     # torch first, pinned, so nothing else can pull a different (CUDA) build
     .venv/bin/pip install -q "torch==2.13.0"
-    .venv/bin/pip install -q -e ".[test]"
+    # the grading install (every extra the server, the batch and the tests need), editable
+    .venv/bin/pip install -q -e ".[grading,test]"
     touch "$stamp"
 fi

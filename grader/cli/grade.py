@@ -35,8 +35,26 @@ def list_exercises():
 @click.argument("exercise")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--student", help="Learner id: quizzes get this learner's variant.")
-def starter(exercise, directory: Path, student):
+@click.option(
+    "--server",
+    metavar="URL",
+    help="Fetch the starter from the course's grading server (your own quiz variant; `grader login` first).",
+)
+@click.option(
+    "--insecure", is_flag=True, help="With --server: allow a plain http:// server that is not this machine."
+)
+def starter(exercise, directory: Path, student, server, insecure):
     """Write EXERCISE's starter files into DIRECTORY."""
+    if server:
+        if student:
+            usage_error("--student: the server gives you your own variant; --student is for local starters")
+        from grader.cli.client import client_command, server_starter
+        from grader.locale import lang_from_env
+
+        client_command(server_starter)(
+            exercise=exercise, directory=directory, server=server, insecure=insecure, lang=lang_from_env()
+        )
+        return
     from grader.exercises import exercise_dir
 
     ex = get_exercise(exercise)

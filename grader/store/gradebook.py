@@ -8,7 +8,6 @@ nothing is re-parsed from text.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -33,33 +32,10 @@ from grader.store.schema import (
     SubmissionFile,
     utcnow,
 )
+from grader.submission import Incoming as Incoming  # re-exported: where the store's callers import it
 from grader.text import cap_bytes
 
 # -- what goes in -------------------------------------------------------------------------------
-
-
-@dataclass
-class Incoming:
-    """One learner's submission as a batch found it in SOURCE."""
-
-    learner: str
-    files: dict[str, bytes]
-    name: str | None = None
-    email: str | None = None
-    layout: str = "folder"
-    origin: str = ""
-    late: bool = False
-    problem: str | None = None  # why it cannot be graded (symlink, too large, ...)
-    submitted_at: datetime | None = None
-
-    @property
-    def digest(self) -> str:
-        h = hashlib.sha256()
-        for name in sorted(self.files):
-            h.update(name.encode() + b"\0" + self.files[name] + b"\0")
-        if self.problem:
-            h.update(b"problem\0" + self.problem.encode("utf-8", "replace"))
-        return h.hexdigest()
 
 
 @dataclass

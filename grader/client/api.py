@@ -1,0 +1,191 @@
+"""The server's HTTP API (contract section 3), as the student client calls it.
+
+Every request carries `Authorization: Bearer TOKEN`, only to a server `config.check_token_url`
+allows, and never follows a redirect (a redirect could take the token somewhere else). One
+request waits CLIENT_TIMEOUT_SECONDS; after a network error or timeout, or a gateway's 502/503/504,
+it is tried again up to CLIENT_RETRIES times, a little later each time, unchanged: an upload keeps
+its Idempotency-Key, so the server stores it once however many times it arrives. An answer is
+read up to CLIENT_RESPONSE_BYTES; one that is not a success raises grader.client.errors' class
+for it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import httpx
+from pydantic import TypeAdapter, ValidationError
+
+from grader import __version__
+from grader.client.config import check_token, check_token_url, normalize_server
+from grader.client.errors import ClientError, ServerFailure, from_answer
+from grader.client.models import ExerciseInfo, ExerciseStatus, Me, Submission
+from grader.limits import CLIENT_RESPONSE_BYTES, CLIENT_RETRIES, CLIENT_TIMEOUT_SECONDS
+from grader.locale import msg
+
+API = "/api/v1"
+GATEWAY_STATUSES = (502, 503, 504)  # a proxy that lost the server for a moment: worth a retry
+BACKOFF_SECONDS = 0.5  # the first pause before a retry; doubled each time (0.5, 1, 2)
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: httpx.Headers
+    body: bytes
+
+    def json(self):
+        try:
+            return json.loads(self.body)
+        except (ValueError, RecursionError):
+            raise ServerFailure(msg("the server's answer is not JSON")) from None
+
+
+class Api:
+    def __init__(
+        self,
+        server: str,
+        token: str | None,
+        *,
+        insecure: bool = False,
+        timeout: float = CLIENT_TIMEOUT_SECONDS,
+        retries: int = CLIENT_RETRIES,
+        backoff: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        lang: str = "en",
+    ):
+        self.server = normalize_server(server)
+        if token is not None:
+            check_token_url(self.server, insecure=insecure)
+            token = check_token(token)
+        # the server words its errors in the learner's language (Accept-Language)
+        headers = {"User-Agent": f"gpt-bughunt-grader/{__version__}", "Accept-Language": lang}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self.http = httpx.Client(
+            base_url=self.server + API, headers=headers, timeout=timeout, follow_redirects=False
+        )
+        self.retries, self.sleep = retries, sleep
+        self.backoff = BACKOFF_SECONDS if backoff is None else backoff
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Api:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- one request, with its retries -----------------------------------------------------------
+
+    def request(self, method: str, path: str, **kw) -> Reply:
+        """`method path`, tried up to 1 + retries times on a network error, a timeout or a
+        gateway's 502/503/504; the same request each time (headers and body unchanged)."""
+        last: Exception | Reply | None = None
+        for attempt in range(1 + self.retries):
+            if attempt:
+                self.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                reply = self._once(method, path, **kw)
+            except httpx.TransportError as exc:
+                last = exc
+                continue
+            if reply.status in GATEWAY_STATUSES:
+                last = reply
+                continue
+            break
+        else:
+            if isinstance(last, Reply):
+                raise from_answer(last.status, last.body, last.headers)
+            raise ServerFailure(
+                msg(
+                    "cannot reach {server}: {error} (tried {tries} times)",
+                    server=self.server,
+                    error=f"{type(last).__name__}: {last}"[:500],
+                    tries=1 + self.retries,
+                )
+            )
+        if not 200 <= reply.status < 300:
+            raise from_answer(reply.status, reply.body, reply.headers)
+        return reply
+
+    def _once(self, method: str, path: str, **kw) -> Reply:
+        with self.http.stream(method, path, **kw) as r:
+            body = bytearray()
+            for chunk in r.iter_bytes():
+                body += chunk
+                if len(body) > CLIENT_RESPONSE_BYTES:
+                    raise ServerFailure(
+                        msg(
+                            "the server's answer is larger than {mb} MiB; refusing to read it",
+                            mb=CLIENT_RESPONSE_BYTES >> 20,
+                        )
+                    )
+            return Reply(r.status_code, r.headers, bytes(body))
+
+    def _model(self, model, method: str, path: str, **kw):
+        reply = self.request(method, path, **kw)
+        data = reply.json()
+        try:
+            return TypeAdapter(model).validate_python(data)
+        except ValidationError as exc:
+            raise ServerFailure(
+                msg(
+                    "the server's answer to {path} is not what this client understands: {error}",
+                    path=path,
+                    error=str(exc)[:500],
+                )
+            ) from None
+
+    # -- the endpoints -----------------------------------------------------------------------
+
+    def me(self) -> Me:
+        return self._model(Me, "GET", "/me")
+
+    def exercises(self) -> list[ExerciseInfo]:
+        return self._model(list[ExerciseInfo], "GET", "/exercises")
+
+    def exercise(self, exercise: str) -> ExerciseInfo:
+        found = [e for e in self.exercises() if e.id == exercise]
+        if not found:
+            raise ClientError(msg("EXERCISE: the server has no exercise {exercise}", exercise=exercise))
+        return found[0]
+
+    def starter(self, exercise: str) -> bytes:
+        return self.request("GET", f"/exercises/{quote(exercise, safe='')}/starter").body
+
+    def submit(self, exercise: str, archive: bytes, key: str, *, use_late_day: bool = False) -> Submission:
+        return self._model(
+            Submission,
+            "POST",
+            f"/exercises/{quote(exercise, safe='')}/submissions",
+            params={"use_late_day": "true" if use_late_day else "false"},
+            content=archive,
+            headers={"Content-Type": "application/zip", "Idempotency-Key": key},
+        )
+
+    def submission(self, upload_id: int) -> Submission:
+        return self._model(Submission, "GET", f"/submissions/{int(upload_id)}")
+
+    def submissions(self, exercise: str | None = None) -> list[Submission]:
+        params = {"exercise": exercise} if exercise else {}
+        return self._model(list[Submission], "GET", "/submissions", params=params)
+
+    def report(self, upload_id: int, fmt: str, lang: str) -> str:
+        reply = self.request(
+            "GET", f"/submissions/{int(upload_id)}/report", params={"format": fmt, "lang": lang}
+        )
+        return reply.body.decode("utf-8", "replace")
+
+    def status(self, exercise: str | None = None) -> list[ExerciseStatus]:
+        params = {"exercise": exercise} if exercise else {}
+        return self._model(list[ExerciseStatus], "GET", "/status", params=params)
+
+    def raw(self, path: str, **params) -> object:
+        """The server's JSON for `path`, as it sent it (`--format json`)."""
+        return self.request("GET", path, params=params).json()

@@ -1,0 +1,126 @@
+"""The server's answers (contract section 3) as the client reads them.
+
+A server's JSON is untrusted input like any other: it is read into these models (unknown fields
+ignored, so a newer server still works), names that become file or member names are checked, and
+every text is sanitised where it is shown (grader.client.show). Only what the client uses is here.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from grader.limits import SHORT_CHARS, UPLOAD_FILES
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class Me(Answer):
+    learner: str
+    name: str | None = None
+    role: str = "student"
+    late_days: dict[str, int] = {}
+
+
+class ExerciseInfo(Answer):
+    """One entry of GET /api/v1/exercises: what packing needs is `files`."""
+
+    id: str = Field(max_length=SHORT_CHARS)
+    kind: str = "code"
+    title: dict[str, str] = {}
+    day: int | None = None
+    files: list[str] = Field(max_length=UPLOAD_FILES)
+    points: float | None = None
+    opens: datetime | None = None
+    due: datetime | None = None
+    closes: datetime | None = None
+    open: bool = True
+
+    @field_validator("files")
+    @classmethod
+    def plain_file_names(cls, files: list[str]) -> list[str]:
+        """A learner file's name becomes a zip member and a file `grader starter` writes: a plain
+        name in its folder, nothing that could climb out of it or act on a terminal."""
+        for name in files:
+            if (
+                not name
+                or len(name) > SHORT_CHARS
+                or name in (".", "..")
+                or any(c in name for c in "/\\:")
+                or not name.isprintable()
+            ):
+                raise ValueError(f"not a plain file name: {name[:SHORT_CHARS]!r}")
+        if len(set(files)) != len(files):
+            raise ValueError("a file name appears twice")
+        return files
+
+    def exercise(self):
+        """As grader.models.Exercise, the type grader.sources matches files for."""
+        from grader.models import Exercise
+
+        en = self.title.get("en") or self.id
+        return Exercise.model_validate(
+            {
+                "id": self.id,
+                "kind": self.kind if self.kind in ("code", "quiz") else "code",
+                "title": {"en": en, "zh-TW": self.title.get("zh-TW") or en},
+                "day": self.day or 0,
+                "files": self.files,
+                "points": self.points or 0.0,
+            }
+        )
+
+
+class FileInfo(Answer):
+    name: str
+    size: int
+
+
+class Late(Answer):
+    minutes: float = 0.0
+    days: int = 0
+    penalty: float = 0.0
+
+
+class Submission(Answer):
+    """A Submission (an upload, in the store's words): `status` is queued, grading, graded or failed."""
+
+    id: int
+    exercise: str = ""
+    learner: str = ""
+    status: str
+    received_at: datetime | None = None
+    digest: str = ""
+    files: list[FileInfo] = []
+    late: Late | None = None
+    late_days_spent: int = 0
+    counted: bool = False
+    score: float | None = None
+    max_score: float | None = None
+    passed: bool | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("graded", "failed")
+
+
+class Deadlines(Answer):
+    opens: datetime | None = None
+    due: datetime | None = None
+    closes: datetime | None = None
+
+
+class ExerciseStatus(Answer):
+    """One row of GET /api/v1/status."""
+
+    exercise: str
+    deadlines: Deadlines = Deadlines()
+    submissions: int = 0
+    counted: int | None = None
+    score: float | None = None
+    max_score: float | None = None
+    tokens_left: int | None = None
+    next_submission_at: datetime | None = None

@@ -1,0 +1,99 @@
+"""The learner files of PATH, as the server will read them, zipped for the upload.
+
+The files are found by grader.sources.read_learner: the rules the grader reads one learner of a
+class with (each exercise file by name at the shallowest depth, the one file of the right suffix
+for a one-file exercise, a zip of their work opened one level deep, symbolic links refused), so
+the learner sees, before sending, exactly what will be graded. The digest is the gradebook's
+(grader.submission.files_digest): the same files give the same digest here and in every report.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.client.errors import ClientError, ServerFailure
+from grader.errors import SourceError
+from grader.limits import UPLOAD_BYTES
+from grader.locale import message_of, msg
+from grader.submission import files_digest
+
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # every member's time: the same files make the same archive
+
+
+@dataclass(frozen=True)
+class Packed:
+    files: dict[str, bytes]  # exercise file name -> contents
+    digest: str
+    archive: bytes  # the upload's body: a zip of exactly these files, at its top level
+
+
+def pack(exercise, path: Path) -> Packed:
+    """`exercise` (a grader.models.Exercise: its `files` are what is looked for) at `path`.
+    Raises ClientError (exit 2) when the files cannot be read or some are missing: an upload that
+    can only fail would cost the learner a submission for nothing."""
+    from grader.sources import read_learner
+
+    try:
+        files, problem = read_learner(Path(path), exercise)
+    except SourceError as exc:
+        raise ClientError(msg("PATH: {problem}", problem=message_of(exc))) from None
+    if problem:
+        raise ClientError(msg("PATH: {problem}", problem=problem))
+    missing = [name for name in exercise.files if name not in files]
+    if missing:
+        raise ClientError(
+            msg(
+                "PATH: {path} has no {missing} (this exercise needs {files})",
+                path=str(path),
+                missing=", ".join(missing),
+                files=", ".join(exercise.files),
+            )
+        )
+    archive = zip_files(files)
+    if len(archive) > UPLOAD_BYTES:
+        raise ClientError(
+            msg(
+                "PATH: the files take {kib} KiB zipped, more than the {limit} KiB allowed",
+                kib=len(archive) >> 10,
+                limit=UPLOAD_BYTES >> 10,
+            )
+        )
+    return Packed(files=files, digest=files_digest(files), archive=archive)
+
+
+def zip_files(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, ZIP_EPOCH)
+            info.external_attr = 0o644 << 16  # a regular file, rw-r--r--
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, files[name])
+    return buf.getvalue()
+
+
+def unpack_starter(archive: bytes, names: list[str], limit: int) -> dict[str, bytes]:
+    """The starter files of a server's zip: only members named as the exercise's files (plain
+    names, checked in models.ExerciseInfo), each within `limit` bytes as it inflates."""
+    out: dict[str, bytes] = {}
+    try:
+        with zipfile.ZipFile(io.BytesIO(archive)) as zf:
+            for info in zf.infolist()[: 4 * len(names) + 16]:
+                if info.filename not in names or info.is_dir() or info.filename in out:
+                    continue
+                with zf.open(info) as member:
+                    data = member.read(limit + 1)
+                if len(data) > limit:
+                    raise ClientError(
+                        msg("{name} is larger than {size} KiB", name=info.filename, size=limit >> 10)
+                    )
+                out[info.filename] = data
+    except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, NotImplementedError) as exc:
+        raise ServerFailure(
+            msg("the server's starter is not a readable zip: {error}", error=str(exc)[:500])
+        ) from None
+    return out

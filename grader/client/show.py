@@ -1,0 +1,85 @@
+"""What the client prints: tables, times and messages, in the learner's language.
+
+Everything the server sent is untrusted text: it reaches the terminal through
+grader.text.terminal (no escape sequence, bare CR or bidi control acts), and tables are laid out
+by display width (a CJK character takes two columns).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import UTC, datetime
+
+from grader.limits import SHORT_CHARS
+from grader.locale import Message, msg
+from grader.text import terminal
+
+
+def say(message, lang: str) -> str:
+    """A Message in `lang`. The zh-TW catalog is read with Babel, which only the grading install
+    has: without it the client speaks English rather than fail."""
+    if not isinstance(message, Message):
+        return str(message)
+    try:
+        return message.render(lang)
+    except ImportError:
+        return str.__str__(message)
+
+
+def cell(value) -> str:
+    """One table cell: a short line of sanitised text ("-" for nothing)."""
+    if value is None or value == "":
+        return "-"
+    text = terminal(str(value), SHORT_CHARS * 4).replace("\n", " ").replace("\t", " ")
+    return text if len(text) <= SHORT_CHARS else text[: SHORT_CHARS - 1] + "…"
+
+
+def width(text: str) -> int:
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text
+    )
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    """Rows under headers, columns padded to the widest cell, two spaces apart."""
+    cells = [[cell(h) for h in headers]] + [[cell(v) for v in row] for row in rows]
+    widths = [max(width(r[i]) for r in cells) for i in range(len(headers))]
+    lines = [
+        "  ".join(c + " " * (w - width(c)) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells
+    ]
+    return "\n".join(lines)
+
+
+def when(moment: datetime | None) -> str:
+    """A server time in this machine's time zone, to the minute: `2026-11-08 23:59 +0800`."""
+    if moment is None:
+        return "-"
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M %z")
+
+
+def wait_for(moment: datetime, now: datetime):
+    """How long until `moment`, roughly: `3 h 5 min`, `12 min`, `40 s` (a Message)."""
+    seconds = max(0, int((moment - now).total_seconds()))
+    if seconds < 60:
+        return msg("{seconds} s", seconds=seconds)
+    minutes = (seconds + 59) // 60
+    if minutes < 60:
+        return msg("{minutes} min", minutes=minutes)
+    days, hours = divmod(minutes // 60, 24)
+    if days:
+        return msg("{days} d {hours} h", days=days, hours=hours)
+    return msg("{hours} h {minutes} min", hours=hours, minutes=minutes % 60)
+
+
+def later(moment: datetime | None) -> bool:
+    """Whether `moment` is still to come (a next-submission time that has passed says nothing)."""
+    if moment is None:
+        return False
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) > datetime.now(UTC)
+
+
+def score(value: float | None, max_value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:g}/{max_value:g}" if max_value is not None else f"{value:g}"
