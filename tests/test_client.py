@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 from client_stub import TOKEN, Stub, digest, retry_in
 
-from grader.cli import GRADING_IMPORTS, GRADING_MODULES, main
+from grader.cli import COMMANDS, GRADING_IMPORTS, GRADING_MODULES, main
 from grader.client import api as client_api
 from grader.client.config import check_token_url, is_loopback, normalize_server, read_login, save_login
 from grader.client.errors import ClientError, Refused, ServerFailure, from_answer, retry_after
@@ -79,7 +79,7 @@ def work(tmp_path: Path, text: str = "def load():\n    return 1\n") -> Path:
 
 
 def test_login_checks_the_token_and_keeps_it_in_a_0600_file(env, stub):
-    result = run("login", "--server", stub.url + "/", input=TOKEN + "\n")
+    result = run("login", "--server", stub.url + "/", input=f"  {TOKEN} \n")  # as pasted
     assert result.exit_code == 0, result.output
     assert TOKEN not in result.stdout  # the prompt hides the token
     assert "alice" in result.stdout
@@ -97,6 +97,13 @@ def test_login_with_a_refused_token_stores_nothing(env, stub):
     assert "error: unknown or revoked token" in result.stderr
     assert "grader login" in result.stderr
     assert not (env / "config" / "gpt-bughunt-grader" / "login.json").exists()
+
+
+def test_a_token_that_cannot_be_one_is_refused_before_it_is_sent(env, stub):
+    for bad in ("", "two words", "tok\r\nX-Evil: 1", "t\u00f6ken", "x" * 2000):
+        result = run("login", "--server", stub.url, "--token", bad)
+        assert result.exit_code == 2 and "not one the server issues" in result.stderr, repr(bad)
+    assert stub.languages == []  # nothing reached the server
 
 
 def test_the_login_file_then_the_environment(env, stub, monkeypatch, tmp_path):
@@ -526,6 +533,16 @@ def test_submit_imports_nothing_heavy(stub, tmp_path):
         got, out = probe(args, env)
         assert got == {"code": 0, "heavy": []}, (args, got, out.stderr)
     assert len(stub.uploads) == 1
+
+
+def test_help_lists_every_command_without_importing_what_grades():
+    """`grader --help` imports each command's module for its one-line help, and those modules
+    keep their heavy imports inside the commands (reports.render, light, is the one they load)."""
+    got, out = probe(["--help"])
+    assert got["code"] == 0 and got["heavy"] in ([], ["reports"]), got
+    help_text = out.stdout.split("Commands:")[1].splitlines()[:-1]  # the probe prints its JSON last
+    listed = {line.split()[0] for line in help_text if line.strip()}
+    assert listed == set(COMMANDS)
 
 
 BLOCKER = """

@@ -97,6 +97,11 @@ def test_the_student_install_submits_to_a_server(venv_bin, tmp_path):
         env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
         login = run(venv_bin, "login", "--server", stub.url, "--token", TOKEN, env=env)
         assert login.returncode == 0, login.stderr
+        starter = run(
+            venv_bin, "starter", "day49-data", str(tmp_path / "start"), "--server", stub.url, env=env
+        )
+        assert starter.returncode == 0, starter.stderr
+        assert (tmp_path / "start" / "data.py").read_bytes() == stub.starter_members["data.py"]
         submitted = run(venv_bin, "submit", "day49-data", str(work), "--wait", env=env)
         assert submitted.returncode == 0, submitted.stderr
         assert submitted.stdout.startswith("REPORT 100 format=text")

@@ -226,6 +226,24 @@ def test_a_record_that_fails_leaves_the_lease_to_expire_and_goes_on(setup):
     assert d.running == {}
 
 
+def test_a_stuck_grading_is_failed_and_its_pool_replaced_so_the_queue_goes_on(setup):
+    queue, executor, d = setup(n=3, slots=2)
+    d.step()
+    assert sorted(executor.submitted) == [1, 2]
+    d.stuck = lambda exercise: 0.0  # every grading running now is past its bound
+    d.running[2].started += 10**6  # ... but job 2's, which has only just started
+    d.watch()
+    assert [j for j, _ in queue.failed] == [1] and "did not finish" in queue.failed[0][1]
+    assert executor.renewed == 1 and d.running[1].lost
+    executor.submitted[1].set_exception(BrokenProcessPool("its pool was stopped"))
+    executor.submitted[2].set_exception(BrokenProcessPool("its pool was stopped"))
+    d.stuck = lambda exercise: 10**9
+    d.step()
+    assert [j for j, _ in queue.failed] == [1, 2], "the stuck one once; the other one of its pool"
+    assert executor.renewed == 1, "the old pool's futures do not renew the new one"
+    assert 3 in executor.submitted, "the queue goes on on the fresh pool"
+
+
 def test_stop_closes_the_executor(setup):
     _queue, executor, d = setup(n=0)
     d.start()

@@ -44,7 +44,7 @@ from grader.store.accounts import issue_token, revoke_tokens
 ROOT = Path(__file__).resolve().parents[1]
 EDITION = ("day45-quiz", "day45-attention", "day49-quiz", "day49-data")
 PLANTED = {name: f"PLANTED-{name}-{uuid.uuid4().hex}" for name in ("hidden", "key", "solution")}
-STUDENTS = ("alice", "bob", "carol", "dave", "erin")
+STUDENTS = ("alice", "bob", "carol", "dave", "erin", "frank")
 WAIT = 150  # seconds any one wait for grades may take, at most
 
 # -- the private edition and the course --------------------------------------------------------------
@@ -292,6 +292,7 @@ def test_health_and_openapi_need_no_token(clients):
     assert r.status_code == 200 and r.json()["status"] == "ok"
     schema = clients["anonymous"].get("/openapi.json").json()
     assert "/api/v1/exercises/{exercise}/submissions" in schema["paths"]
+    assert clients["anonymous"].get("/docs").status_code == 404, "no page that loads a CDN's scripts"
 
 
 @pytest.mark.parametrize("who", ["anonymous", "revoked"])
@@ -465,6 +466,18 @@ def test_the_rate_limit_is_429_with_retry_after_and_a_replay_is_the_first_upload
     assert status["tokens_left"] == 0 and status["next_submission_at"] is not None
 
 
+def test_a_late_day_is_spent_only_when_asked_and_makes_the_upload_on_time(clients):
+    sheet = {"answers.toml": quiz_sheet(wrong=False)}
+    r = clients["frank"].upload("day45-quiz", sheet, key="frank-1", use_late_day="true")
+    assert r.status_code == 202, r.text
+    sub = r.json()
+    assert sub["late_days_spent"] == 1 and sub["late"]["days"] == 0 and sub["late"]["penalty"] == 0
+    assert clients["frank"].get("/me").json()["late_days"] == {"total": 2, "spent": 1, "left": 1}
+    r = clients["frank"].upload("day45-quiz", {"answers.toml": quiz_sheet(wrong=True)}, key="frank-2")
+    assert r.status_code == 202 and r.json()["late_days_spent"] == 0 and r.json()["late"]["days"] == 1
+    assert clients["frank"].get("/me").json()["late_days"]["spent"] == 1, "none without consent"
+
+
 def test_closed_and_not_open_are_409(clients):
     closed = clients["erin"].upload("day49-data", {"data.py": b"x = 1\n"})
     assert closed.status_code == 409 and error_of(closed)["code"] == "closed"
@@ -608,6 +621,10 @@ def test_a_killed_worker_and_a_killed_server_lose_nothing_and_grade_each_exactly
     assert server.proc is not None
     SERVER_PID[:] = [server.proc.pid]
     try:
+        deadline = time.monotonic() + 60
+        while not workers_of(server.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(workers_of(server.proc.pid)) == 1, "the pool is warm before the first upload"
         kim = Client(server.url, token, student=False)
         ids = []
         for i in range(n):
@@ -735,3 +752,31 @@ def test_serve_refuses_bad_options_with_exit_2(tmp_path):
     assert r.returncode == 2 and "--db" in r.stderr and "Traceback" not in r.stderr
     r = serve("--db", db, "--host", "0.0.0.0", "--port", "0")
     assert r.returncode == 2 and "--allow-plain-http" in r.stderr
+
+
+def test_a_full_queue_is_429_queue_full_with_retry_after_and_stores_nothing(tmp_path, monkeypatch):
+    """In process (the queue made full by hand: QUEUE_DEPTH is 2,000 jobs)."""
+    from fastapi.testclient import TestClient
+
+    from grader.limits import QUEUE_RETRY_SECONDS
+    from grader.service.app import create_app
+    from grader.service.service import Service
+    from grader.store.queue import QueueFull
+
+    db = str(tmp_path / "full.db")
+    service = Service.open(db)
+    try:
+        token = issue_token(service.gradebook, "quinn")
+
+        def full(*args, **kwargs):
+            raise QueueFull(2000)
+        monkeypatch.setattr(service.queue, "submit", full)
+        with TestClient(create_app(service)) as http:
+            r = http.post("/api/v1/exercises/day45-quiz/submissions",
+                          content=zip_of({"answers.toml": b"[answers]\n"}),
+                          headers={"Authorization": f"Bearer {token}", "Content-Type": "application/zip"})
+        assert r.status_code == 429 and error_of(r)["code"] == "queue-full"
+        assert r.headers["Retry-After"] == str(QUEUE_RETRY_SECONDS)
+        assert service.queue.uploads("quinn") == []
+    finally:
+        service.close()

@@ -105,15 +105,13 @@ def connect(insecure: bool, lang: str = "en", server: str | None = None):
 def login(server, token, insecure, lang):
     """Check your token with the course's server and keep it (a 0600 file in your config folder)."""
     from grader.client.api import Api
-    from grader.client.config import check_token_url, normalize_server, save_login
+    from grader.client.config import check_token, check_token_url, normalize_server, save_login
 
     server = normalize_server(server)
     check_token_url(server, insecure=insecure)  # before the token is even asked for
     if token is None:
         token = click.prompt(show.say(msg("Token"), lang), hide_input=True)
-    token = token.strip()
-    if not token:
-        raise ClientError(msg("--token: empty"))
+    token = check_token(token)
     with Api(server, token, insecure=insecure, lang=lang) as api:
         me = api.me()
     path = save_login(server, token)

@@ -21,7 +21,7 @@ import httpx
 from pydantic import TypeAdapter, ValidationError
 
 from grader import __version__
-from grader.client.config import check_token_url, normalize_server
+from grader.client.config import check_token, check_token_url, normalize_server
 from grader.client.errors import ClientError, ServerFailure, from_answer
 from grader.client.models import ExerciseInfo, ExerciseStatus, Me, Submission
 from grader.limits import CLIENT_RESPONSE_BYTES, CLIENT_RETRIES, CLIENT_TIMEOUT_SECONDS
@@ -61,6 +61,7 @@ class Api:
         self.server = normalize_server(server)
         if token is not None:
             check_token_url(self.server, insecure=insecure)
+            token = check_token(token)
         # the server words its errors in the learner's language (Accept-Language)
         headers = {"User-Agent": f"gpt-bughunt-grader/{__version__}", "Accept-Language": lang}
         if token:

@@ -23,6 +23,7 @@ from grader.locale import msg
 APP_NAME = "gpt-bughunt-grader"
 LOGIN_FILE = "login.json"
 MAX_LOGIN_BYTES = 64 * 1024  # a login file is two short strings; more is not one
+MAX_TOKEN_CHARS = 1024  # far above any token the server issues (TOKEN_BYTES, base64)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,20 @@ def check_token_url(server: str, *, insecure: bool) -> None:
                 server=server,
             )
         )
+
+
+def check_token(token: str) -> str:
+    """A token as it may go in a header: printable ASCII without spaces (the server's are
+    URL-safe base64). Anything else is a paste gone wrong, said now rather than as a network error."""
+    token = token.strip()
+    if (
+        not token
+        or len(token) > MAX_TOKEN_CHARS
+        or not (token.isascii() and token.isprintable())
+        or " " in token
+    ):
+        raise ClientError(msg("the token is not one the server issues (printable ASCII, no spaces)"))
+    return token
 
 
 def read_login(path: Path | None = None, environ=None, server: str | None = None) -> Login:

@@ -21,7 +21,8 @@ What comes back decides the job (grader.store.queue.Queue):
   `refused` is logged loudly and pauses leasing for a lease's length, so that a broken jail does
   not burn every queued job's attempts in a few seconds.
 - A worker killed (BrokenProcessPool) fails the leases that pool held, and only those; a fresh
-  pool is made for the next jobs.
+  pool is made for the next jobs. A grading stuck far past its exercise's limits (stuck_after: a
+  grader bug) is failed and its pool replaced, so no job waits behind a hung worker forever.
 """
 
 from __future__ import annotations
@@ -30,17 +31,25 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import CancelledError
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from grader.limits import LEASE_SECONDS
+from grader.limits import JAIL_READY_SECONDS, LEASE_SECONDS
 from grader.models import Exercise
 
 log = logging.getLogger("grader.service")
 
 POLL_SECONDS = 0.5  # how often the queue is looked at for other processes' uploads
+
+
+def stuck_after(exercise: Exercise) -> float:
+    """Seconds after which a grading of `exercise` is stuck: twice its whole wall limit, a jail's
+    start-up and a minute. The jail bounds learner code well within this; a grading past it is a
+    grader bug (a worker that hangs), which would otherwise hold its slot and heartbeat forever."""
+    return 2 * exercise.limits.wall_seconds + JAIL_READY_SECONDS + 60
 
 
 class Executor(Protocol):
@@ -60,12 +69,20 @@ class WarmPool:
     zygotes have imported torch before the first upload arrives."""
 
     def __init__(self, workers: int):
-        from grader.batch import local_pool
-
         self.slots = max(1, workers)
         self.generation = 0
-        self._make = lambda: local_pool(self.slots, warm="full")
         self.pool = self._make()
+
+    def _make(self):
+        """A pool whose processes start now: a spawned pool starts a worker only when a task finds
+        none idle, so each is handed a task that does nothing, and its initializer (the jail's
+        zygote, torch) runs before the first upload instead of in that learner's wait."""
+        from grader.batch import local_pool
+
+        pool = local_pool(self.slots, warm="full")
+        for _ in range(self.slots):
+            pool.submit(os.getpid)
+        return pool
 
     def describe(self) -> str:
         return f"local pool of {self.slots} worker process{'es' if self.slots > 1 else ''}"
@@ -148,6 +165,7 @@ class Dispatcher:
         poll_seconds: float = POLL_SECONDS,
         heartbeat_seconds: float = LEASE_SECONDS / 4,
         pause_seconds: float = LEASE_SECONDS,
+        stuck: Callable[[Exercise], float] = stuck_after,
     ):
         self.queue = queue
         self.exercises = exercises
@@ -155,6 +173,7 @@ class Dispatcher:
         self.poll_seconds = poll_seconds
         self.heartbeat_seconds = heartbeat_seconds
         self.pause_seconds = pause_seconds
+        self.stuck = stuck
         self.running: dict[int, Running] = {}  # job id ->
         self.paused_until = 0.0  # monotonic: no leasing before this (a refusing jail)
         self._next_heartbeat = 0.0
@@ -194,6 +213,7 @@ class Dispatcher:
     def step(self) -> None:
         """Collect, heartbeat, expire, lease and submit: what the thread does every wake-up."""
         self.collect()
+        self.watch()
         now = time.monotonic()
         if self.running and now >= self._next_heartbeat:
             self.heartbeat()
@@ -241,6 +261,32 @@ class Dispatcher:
                     "job %s: lease lost (another server has it now); its result will be dropped", job_id
                 )
         self._next_heartbeat = time.monotonic() + self.heartbeat_seconds
+
+    def watch(self) -> None:
+        """Fail the gradings that are stuck (see stuck_after) and stop their workers with a fresh
+        pool: the other gradings of the old pool fail with it and are retried (JOB_ATTEMPTS)."""
+        now = time.monotonic()
+        stuck = [
+            r
+            for r in self.running.values()
+            if not r.lost and now - r.started > self.stuck(self.exercises[r.lease.exercise])
+        ]
+        for r in stuck:
+            r.lost = True  # should a result come after all, it is dropped
+            r.future.cancel()  # Dask: done now; a local pool's running future ends with its pool
+            took = now - r.started
+            state = self.queue.fail(
+                r.lease, f"the grading did not finish in {took:.0f} s; its worker was stopped"
+            )
+            log.error(
+                "job %s (upload %s): stuck for %.0f s, its worker stopped; job %s",
+                r.lease.job_id,
+                r.lease.upload_id,
+                took,
+                state,
+            )
+        if stuck:
+            self.executor.renew()
 
     def collect(self) -> None:
         """Record every grading that finished; renew the pool if a worker died."""

@@ -157,13 +157,14 @@ class Service:
     def starter(self, account: Account, exercise_id: str) -> bytes:
         """The starter files as a zip; a quiz's sheet is the caller's own variant."""
         from grader.exercises import exercise_dir
-        from grader.quiz import starter_text
 
         ex = self.exercise(exercise_id)
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
             for name in ex.files:
-                if ex.kind == "quiz":
+                if ex.kind == "quiz":  # its variants are drawn with the reference model: torch
+                    from grader.quiz import starter_text
+
                     zf.writestr(name, starter_text(ex, account.learner))
                 else:
                     zf.writestr(name, (exercise_dir(ex.id) / "starter" / name).read_bytes())
@@ -381,9 +382,19 @@ class Service:
         """reports.render of the visible grade; 404 for no such upload, 409 `not-graded` before its grade."""
         from reports import render
 
-        if self._own_upload(account, upload_id) is None:
+        upload = self._own_upload(account, upload_id)
+        if upload is None:
             raise not_found()
         view = self.visible_grade(account, upload_id)
+        if view is None and upload.status == "failed":
+            raise Refused(
+                409,
+                "not-graded",
+                msg(
+                    "the server could not grade this submission; it does not count against you, "
+                    "and an instructor can grade it again"
+                ),
+            )
         if view is None:
             raise Refused(409, "not-graded", msg("this submission is not graded yet"))
         return render(view, fmt, lang)
