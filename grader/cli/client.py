@@ -78,10 +78,13 @@ def hints(exc: GraderError) -> list:
     return out
 
 
-def connect(insecure: bool, lang: str = "en", server: str | None = None):
-    """The Api of the logged-in server (GRADER_SERVER / GRADER_TOKEN override the login file)."""
+def connect(insecure: bool, lang: str = "en", server: str | None = None, api_class=None):
+    """The Api (or `api_class`, a subclass: grader course's) of the logged-in server
+    (GRADER_SERVER / GRADER_TOKEN override the login file)."""
     from grader.client.api import Api
     from grader.client.config import read_login
+
+    api_class = api_class or Api
 
     login = read_login(server=server)
     if login.server is None:
@@ -90,7 +93,7 @@ def connect(insecure: bool, lang: str = "en", server: str | None = None):
         raise ClientError(
             msg("not logged in to {server}: run grader login --server {server}", server=login.server)
         )
-    return Api(login.server, login.token, insecure=insecure, lang=lang)
+    return api_class(login.server, login.token, insecure=insecure, lang=lang)
 
 
 # -- grader login ------------------------------------------------------------------------------
