@@ -23,6 +23,9 @@ import pytest
 from test_client import PROBE
 from test_service import Client, Server, course_toml, private_edition, quiz_sheet
 
+from grader.cli.course import queue_text
+from grader.client import show
+from grader.client.course import DeadLetter, QueueState
 from grader.limits import JOB_ATTEMPTS
 from grader.store import Gradebook, Incoming
 from grader.store.accounts import issue_token
@@ -35,6 +38,7 @@ TAIPEI = timezone(timedelta(hours=8))  # an extension given in another offset th
 # what a crashed worker might leave as its last error: an OSC title, a colour, a bidi override
 HOSTILE_ERROR = "worker lost\x1b]0;pwned\x07 \x1b[31mred\u202e tail"
 # what the light install lacks: `grader course` must import none of it (reports.gradebook is light)
+FORMULA = '=HYPERLINK("http://evil.example/","open me")'  # bob's name, as a spreadsheet would run it
 GRADING_ONLY = ("torch", "numpy", "sqlalchemy", "jinja2", "babel", "fastapi", "uvicorn", "alembic")
 
 
@@ -60,7 +64,8 @@ def course(tmp_path_factory):
     exercises = private_edition(root / "exercises")
     db = str(root / "gradebook.db")
     with Gradebook(db) as gb:
-        tokens = {name: issue_token(gb, name, name=name.title()) for name in ("alice", "bob")}
+        tokens = {"alice": issue_token(gb, "alice", name="Alice")}
+        tokens["bob"] = issue_token(gb, "bob", name=FORMULA)
         tokens["prof"] = issue_token(gb, "prof", role="instructor", name="Prof")
     (root / "course.toml").write_text(course_toml(datetime.now(UTC)))
     server = Server(root, db, exercises, root / "course.toml")
@@ -74,8 +79,15 @@ def course(tmp_path_factory):
         server.stop()
         job, upload = make_dead_letter(db, graded["id"])
         server.start()
-        yield {"root": root, "db": db, "server": server, "tokens": tokens, "alice_upload": graded["id"],
-               "dead_job": job, "dead_upload": upload}
+        yield {
+            "root": root,
+            "db": db,
+            "server": server,
+            "tokens": tokens,
+            "alice_upload": graded["id"],
+            "dead_job": job,
+            "dead_upload": upload,
+        }
     finally:
         server.stop()
 
@@ -88,15 +100,24 @@ def cli(course, who: str, *args: str) -> subprocess.CompletedProcess:
         "XDG_CONFIG_HOME": str(course["root"] / "config"),  # never this machine's own login
         "LANG": "C.UTF-8",
     }
-    out = subprocess.run([sys.executable, "-m", "grader", "course", *args], capture_output=True, text=True,
-                         cwd=ROOT, env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "grader", "course", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+    )
     assert "Traceback" not in out.stderr, out.stderr
     return out
 
 
 def status_of(course, who: str) -> dict:
-    (row,) = Client(course["server"].url, course["tokens"][who], student=False).get(
-        "/status", params={"exercise": QUIZ}).json()
+    (row,) = (
+        Client(course["server"].url, course["tokens"][who], student=False)
+        .get("/status", params={"exercise": QUIZ})
+        .json()
+    )
     return row
 
 
@@ -105,8 +126,13 @@ def status_of(course, who: str) -> dict:
 
 def test_a_students_token_is_refused_with_the_servers_403_and_exit_2(course):
     due_before = status_of(course, "bob")["deadlines"]["due"]
-    for args in (["queue"], ["grades", QUIZ], ["release", QUIZ], ["retry", str(course["dead_job"])],
-                 ["extend", "bob", QUIZ, "--due", "2030-01-01T00:00:00Z"]):
+    for args in (
+        ["queue"],
+        ["grades", QUIZ],
+        ["release", QUIZ],
+        ["retry", str(course["dead_job"])],
+        ["extend", "bob", QUIZ, "--due", "2030-01-01T00:00:00Z"],
+    ):
         out = cli(course, "bob", *args)
         assert out.returncode == 2, (args, out.stdout, out.stderr)
         assert out.stderr.startswith("error: ") and out.stdout == "", (args, out.stderr)
@@ -156,13 +182,26 @@ def test_the_class_grades_as_text_json_and_a_guarded_csv_importing_nothing_that_
     table = list(csv.DictReader(io.StringIO(out.stdout)))
     assert tuple(table[0]) == CLASS_GRADE_COLUMNS
     got = next(r for r in table if r["learner"] == "alice")
-    assert (got["name"], got["submission"], got["passed"]) == ("Alice", str(alice["submission"]),
-                                                               str(alice["passed"]).lower())
-    env = {"GRADER_SERVER": course["server"].url, "GRADER_TOKEN": course["tokens"]["prof"],
-           "XDG_CONFIG_HOME": str(course["root"] / "config")}
-    probe = subprocess.run([sys.executable, "-c", PROBE % (GRADING_ONLY,), "course", "grades", QUIZ,
-                            "--format", "csv"], capture_output=True, text=True, cwd=ROOT,
-                           env={**os.environ, **env}, timeout=120)
+    assert (got["name"], got["submission"], got["passed"]) == (
+        "Alice",
+        str(alice["submission"]),
+        str(alice["passed"]).lower(),
+    )
+    bob = next(r for r in table if r["learner"] == "bob")  # his one upload is the dead letter
+    assert bob["name"] == "'" + FORMULA and bob["submission"] == "", bob
+    env = {
+        "GRADER_SERVER": course["server"].url,
+        "GRADER_TOKEN": course["tokens"]["prof"],
+        "XDG_CONFIG_HOME": str(course["root"] / "config"),
+    }
+    probe = subprocess.run(
+        [sys.executable, "-c", PROBE % (GRADING_ONLY,), "course", "grades", QUIZ, "--format", "csv"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **env},
+        timeout=120,
+    )
     assert json.loads(probe.stdout.strip().splitlines()[-1]) == {"code": 0, "heavy": []}, probe.stderr
 
 
@@ -175,8 +214,11 @@ def test_the_queue_shows_the_dead_letter_and_its_last_error_sanitised(course):
     assert not any(c in out.stdout for c in "\x1b\x07\u202e"), repr(out.stdout)
     state = json.loads(cli(course, "prof", "queue", "--format", "json").stdout)
     (dead,) = state["dead_letters"]
-    assert (dead["job"], dead["attempts"], dead["last_error"]) == (course["dead_job"], JOB_ATTEMPTS,
-                                                                    HOSTILE_ERROR)
+    assert (dead["job"], dead["attempts"], dead["last_error"]) == (
+        course["dead_job"],
+        JOB_ATTEMPTS,
+        HOSTILE_ERROR,
+    )
 
 
 def test_a_retried_dead_letter_is_graded_and_cannot_be_retried_twice(course):
@@ -187,3 +229,43 @@ def test_a_retried_dead_letter_is_graded_and_cannot_be_retried_twice(course):
     assert json.loads(cli(course, "prof", "queue", "--format", "json").stdout)["dead"] == 0
     again = cli(course, "prof", "retry", str(course["dead_job"]))
     assert again.returncode == 2 and again.stderr.startswith("error: "), again.stderr
+
+
+def test_the_queue_text_says_the_oldest_jobs_wait_in_either_language():
+    now = datetime(2026, 11, 8, 12, 0, tzinfo=UTC)
+    state = QueueState(
+        queued=4,
+        running=2,
+        dead=1,
+        oldest_queued_at=now - timedelta(hours=3, minutes=5),
+        dead_letters=[
+            DeadLetter(
+                job=7,
+                upload=9,
+                learner="bob",
+                exercise=QUIZ,
+                attempts=3,
+                last_error=HOSTILE_ERROR + "\nsecond line",
+            )
+        ],
+    )
+    text = queue_text(state, now, "en").splitlines()
+    since = show.when(state.oldest_queued_at)
+    assert text[:2] == [
+        "queued 4, running 2, dead letters 1",
+        f"the oldest queued job has waited 3 h 5 min (since {since})",
+    ]
+    assert text[2].split() == [
+        "job",
+        "submission",
+        "learner",
+        "exercise",
+        "attempts",
+        "failed",
+        "at",
+        "last",
+        "error",
+    ]
+    assert text[3].split()[:6] == ["7", "9", "bob", QUIZ, "3", "-"] and len(text) == 4, text
+    zh = queue_text(state, now, "zh-TW")
+    assert zh.startswith("排隊中 4，評分中 2，無法處理的工作 1\n排最久的工作已等了 3 小時 5 分鐘"), zh

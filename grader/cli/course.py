@@ -73,7 +73,11 @@ def course():
 @click.argument("learner")
 @click.argument("exercise")
 @click.option("--due", required=True, type=When(), help="The learner's own due time (with a UTC offset).")
-@click.option("--closes", type=When(), help="The learner's own closing time [default: the course's].")
+@click.option(
+    "--closes",
+    type=When(),
+    help="The learner's own closing time [default: the course's, or the new due if later].",
+)
 @click.option("--reason", default="", help="Why (kept with the extension).")
 @lang_option
 @insecure_option
@@ -197,7 +201,15 @@ def queue(fmt, lang, insecure):
             print_json(api.raw("/queue"))
             return
         state = api.queue()
-    echo(
+    echo(queue_text(state, datetime.now(UTC), lang), limit=REPORT_BYTES)
+    if state.dead_letters:
+        echo(show.say(msg("grade one again with: grader course retry JOB"), lang), err=True)
+
+
+def queue_text(state, now: datetime, lang: str) -> str:
+    """The queue's counts, the oldest queued job's wait, and the dead letters as a table (every
+    cell sanitised by show.table: a last error may hold anything a crashing grader printed)."""
+    lines = [
         show.say(
             msg(
                 "queued {queued}, running {running}, dead letters {dead}",
@@ -207,11 +219,11 @@ def queue(fmt, lang, insecure):
             ),
             lang,
         )
-    )
+    ]
     if state.oldest_queued_at is not None:
         # wait_for(later, earlier) is the time between them: here the oldest job's age
-        age = show.wait_for(datetime.now(UTC), state.oldest_queued_at)
-        echo(
+        age = show.wait_for(now, state.oldest_queued_at)
+        lines.append(
             show.say(
                 msg(
                     "the oldest queued job has waited {age} (since {when})",
@@ -221,21 +233,15 @@ def queue(fmt, lang, insecure):
                 lang,
             )
         )
-    if not state.dead_letters:
-        return
-    headers = [msg("job"), msg("submission"), msg("learner"), msg("exercise"), msg("attempts"),
-               msg("failed at"), msg("last error")]  # fmt: skip
-    echo(
-        show.table(
-            [show.say(h, lang) for h in headers],
-            [
-                [d.job, d.upload, d.learner, d.exercise, d.attempts, show.when(d.finished_at), d.last_error]
-                for d in state.dead_letters
-            ],
-        ),
-        limit=REPORT_BYTES,
-    )
-    echo(show.say(msg("grade one again with: grader course retry JOB"), lang), err=True)
+    if state.dead_letters:
+        headers = [msg("job"), msg("submission"), msg("learner"), msg("exercise"), msg("attempts"),
+                   msg("failed at"), msg("last error")]  # fmt: skip
+        rows = [
+            [d.job, d.upload, d.learner, d.exercise, d.attempts, show.when(d.finished_at), d.last_error]
+            for d in state.dead_letters
+        ]
+        lines.append(show.table([show.say(h, lang) for h in headers], rows))
+    return "\n".join(lines)
 
 
 @course.command(epilog=WHO)
