@@ -84,8 +84,6 @@ def connect(insecure: bool, lang: str = "en", server: str | None = None, api_cla
     from grader.client.api import Api
     from grader.client.config import read_login
 
-    api_class = api_class or Api
-
     login = read_login(server=server)
     if login.server is None:
         raise ClientError(msg("not logged in: run grader login --server URL first (or set GRADER_SERVER)"))
@@ -93,7 +91,7 @@ def connect(insecure: bool, lang: str = "en", server: str | None = None, api_cla
         raise ClientError(
             msg("not logged in to {server}: run grader login --server {server}", server=login.server)
         )
-    return api_class(login.server, login.token, insecure=insecure, lang=lang)
+    return (api_class or Api)(login.server, login.token, insecure=insecure, lang=lang)
 
 
 # -- grader login ------------------------------------------------------------------------------
