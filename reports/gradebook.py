@@ -1,6 +1,6 @@
 """Every CSV the grader writes: its columns, its rows, and the formula-injection guard.
 
-Two tables, each written only here:
+Three tables, each written only here:
 
 - `render_csv(grades)`: one row per Grade, the same columns for every exercise (`grader grade
   --format csv`, and grades.csv of a batch's class report). Columns (COLUMNS): student, exercise,
@@ -10,6 +10,9 @@ Two tables, each written only here:
 - `render_export_csv(current)`: the gradebook export (`grader gradebook export --format csv`),
   one row per learner and exercise from the store's current grades (EXPORT_COLUMNS, `export_row`,
   which `--format json` shares).
+- `render_class_grades_csv(rows)`: `grader course grades --format csv`, one row per learner of the
+  server's GET /api/v1/class/{ex}/grades (CLASS_GRADE_COLUMNS). Light: the student install's
+  client writes it, so this module imports nothing that grades.
 
 Every text cell of both is a `cell`: shown as every report shows learner text (grader/text.py
 `shown`: control and invisible characters written out, MAX_CELL bytes at most), then `guard`ed.
@@ -159,3 +162,29 @@ def render_export_csv(current) -> str:
     this export always has."""
     rows = ({k: cell(v) if isinstance(v, str) else v for k, v in export_row(c).items()} for c in current)
     return _table(EXPORT_COLUMNS, rows)
+
+
+# -- the server's class grades (grader course grades) ------------------------------------------------
+
+CLASS_GRADE_COLUMNS = (
+    "learner",
+    "name",
+    "submission",
+    "submissions",
+    "score",
+    "max_score",
+    "passed",
+    "late_minutes",
+    "late_days",
+    "penalty",
+)
+
+
+def render_class_grades_csv(rows: list[dict]) -> str:
+    """One row per learner, by CLASS_GRADE_COLUMNS: whole numbers as they are, every other cell a
+    guarded `_cell` (the server's text is as untrusted as a learner's)."""
+
+    def value(v) -> str:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else _cell(v)
+
+    return _table(CLASS_GRADE_COLUMNS, ({k: value(r.get(k)) for k in CLASS_GRADE_COLUMNS} for r in rows))

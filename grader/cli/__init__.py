@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "submit": ("grader.cli.client", "submit"),
     "status": ("grader.cli.client", "status"),
     "history": ("grader.cli.client", "history"),
+    "course": ("grader.cli.course", "course"),  # the instructor's client: light, not in GRADING_COMMANDS
 }
 
 # The commands that grade, or open a gradebook: only the `[grading]` install has what they import.

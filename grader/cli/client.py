@@ -78,8 +78,9 @@ def hints(exc: GraderError) -> list:
     return out
 
 
-def connect(insecure: bool, lang: str = "en", server: str | None = None):
-    """The Api of the logged-in server (GRADER_SERVER / GRADER_TOKEN override the login file)."""
+def connect(insecure: bool, lang: str = "en", server: str | None = None, api_class=None):
+    """The Api (or `api_class`, a subclass: grader course's) of the logged-in server
+    (GRADER_SERVER / GRADER_TOKEN override the login file)."""
     from grader.client.api import Api
     from grader.client.config import read_login
 
@@ -90,7 +91,7 @@ def connect(insecure: bool, lang: str = "en", server: str | None = None):
         raise ClientError(
             msg("not logged in to {server}: run grader login --server {server}", server=login.server)
         )
-    return Api(login.server, login.token, insecure=insecure, lang=lang)
+    return (api_class or Api)(login.server, login.token, insecure=insecure, lang=lang)
 
 
 # -- grader login ------------------------------------------------------------------------------
