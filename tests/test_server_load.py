@@ -308,4 +308,6 @@ def test_the_fresh_venv_client_logs_in_fetches_submits_and_reads_back(
     assert status.returncode == 0 and QUIZ in status.stdout, status.stderr
     history = learner.run("history", QUIZ, "--format", "json")
     assert history.returncode == 0, history.stderr
-    assert [s["learner"] for s in json.loads(history.stdout)] == ["2049"]
+    mine = json.loads(history.stdout)
+    assert {s["learner"] for s in mine} == {"2049"} and report["student"] == "2049"
+    assert [s["counted"] for s in mine] == [False] * (len(mine) - 1) + [True]  # no course.toml: the last
