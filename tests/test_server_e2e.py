@@ -308,7 +308,7 @@ def test_status_and_history(course):
         mine = json.loads(proc.stdout)
         assert mine and {s["learner"] for s in mine} == {who}
         assert course.uploads[who] in {s["id"] for s in mine}
-    # A uploaded twice; the later on... neither is on time: the last graded counts
+    # A uploaded the same files twice, both late (last-on-time with none on time): the last counts
     history = json.loads(course.cli(A, "history", CODE, "--format", "json").stdout)
     assert [s["counted"] for s in history] == [False, True]
     status = json.loads(course.cli(C, "status", QUIZ, "--format", "json").stdout)
