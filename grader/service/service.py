@@ -322,9 +322,12 @@ class Service:
         d = self._deadlines(upload.exercise, upload.learner, extensions)
         late = lateness(self.policy, upload.exercise, upload.received_at, d, upload.late_days_spent)
         view = self._view(account, upload, d, late)
-        if siblings is None:
-            siblings = self.queue.uploads(upload.learner, upload.exercise)
-        counts = counted(self.policy, upload.exercise, siblings, d)
+        if upload.grade is None:  # only a graded upload can count: a poll needs no siblings
+            counts = None
+        else:
+            if siblings is None:
+                siblings = self.queue.uploads(upload.learner, upload.exercise)
+            counts = counted(self.policy, upload.exercise, siblings, d)
         return {
             "id": upload.id,
             "exercise": upload.exercise,
