@@ -229,6 +229,13 @@ class Service:
         with self._lock(account.learner):
             if idempotency_key is not None:
                 earlier = self.queue.upload_by_key(account.learner, idempotency_key)
+                if earlier is not None and earlier.exercise != ex.id:  # not a replay of this upload
+                    raise Refused(
+                        422,
+                        "invalid",
+                        msg("this Idempotency-Key was used for another exercise; send a new one"),
+                        "Idempotency-Key",
+                    )
                 if earlier is not None:
                     return self._submission_json(account, earlier), False
             now = self.clock()

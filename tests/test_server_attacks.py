@@ -1,0 +1,324 @@
+"""A hostile student against a real `grader serve` on loopback (tests/test_service.py's fixtures).
+
+Each test is one attack that must be refused: a JSON error that is never a 500, nothing of
+another learner's or of the hidden edition in the answer, nothing stored that should not be.
+The known limit, left alone: a submission may print what a hidden test passes it (its inputs);
+printed output is hidden from the learner while any check is hidden, and shown after.
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+import test_service
+from test_service import PLANTED, ROOT, error_of, quiz_sheet, zip_of
+
+from grader.limits import UPLOAD_BYTES
+
+course, clients = test_service.course, test_service.clients  # its module-scoped fixtures, used by name
+
+JUNK_IDS = ["-1", "0", "1e3", "١٢", "99999999999999999999999999", str(2**63), "%2e%2e", "1.0", " 1"]
+
+
+def raw(url: str, head: bytes, body_chunks=()) -> tuple[int, bytes]:
+    """One HTTP/1.1 request as bytes over a socket (for what httpx refuses to send); the status
+    and what came back before the server closed. Bounded by the socket's timeout."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=20) as s:
+        s.sendall(head)
+        try:
+            for chunk in body_chunks:
+                s.sendall(chunk)
+        except (BrokenPipeError, ConnectionResetError):  # refused mid-body: its answer is there
+            pass
+        got = b""
+        try:
+            while len(got) < 1 << 20 and (part := s.recv(65536)):
+                got += part
+        except ConnectionResetError:
+            pass
+    status = int(got.split(b" ", 2)[1]) if got.startswith(b"HTTP/1.1 ") else 0
+    return status, got
+
+
+def assert_refusal(r: httpx.Response, *statuses: int) -> dict:
+    assert r.status_code in statuses, (r.request.url, r.status_code, r.text[:500])
+    return error_of(r)
+
+
+@pytest.mark.parametrize("junk", JUNK_IDS)
+def test_junk_ids_in_every_path_are_404_or_422_never_500(clients, junk):
+    for who, method, path in (
+        ("bob", "get", f"/submissions/{junk}"),
+        ("bob", "get", f"/submissions/{junk}/report"),
+        ("bob", "post", f"/submissions/{junk}/choose"),
+        ("prof", "post", f"/queue/{junk}/retry"),
+        ("prof", "get", f"/submissions/{junk}"),
+    ):
+        assert_refusal(getattr(clients[who], method)(path), 404, 422)
+
+
+def test_path_tricks_and_methods_are_json_errors(course, clients):
+    url = course["server"].url
+    token = course["tokens"]["bob"]
+    auth = {"Authorization": f"Bearer {token}"}
+    for path in (
+        "/api/v1/submissions/%2e%2e/queue",
+        "/api/v1//queue",
+        "/api/v1/queue/",
+        "/api/v1/class/%2e%2e/grades",
+        "/api/v1/exercises/..%2f..%2fetc/starter",
+    ):
+        r = httpx.get(url + path, headers=auth)
+        assert r.status_code in (403, 404, 307, 422), (path, r.status_code, r.text[:300])
+        if r.status_code != 307:
+            error_of(r)
+    for method in ("HEAD", "OPTIONS", "PUT", "DELETE", "PATCH"):
+        r = httpx.request(method, url + "/api/v1/queue", headers=auth)
+        assert r.status_code in (403, 404, 405), (method, r.status_code)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "bearer {t}",
+        "BEARER {t}",
+        "Bearer  {t}",
+        "Bearer {t} ",
+        "Bearer\t{t}",
+        "Bearer {t}\x00",
+        "Bearer \x00{t}",
+        "Bearer " + "x" * 6000,
+        "Bearer",
+        "Bearer ",
+        "{t}",
+        "Bearer {t}x",
+        "Bearer \xe9\xe9",
+    ],
+)
+def test_authorization_variants_read_only_their_own_or_are_refused(course, header):
+    url, token = course["server"].url, course["tokens"]["bob"]
+    value = header.format(t=token).encode("latin-1")
+    status, got = raw(
+        url,
+        b"GET /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: " + value + b"\r\nConnection: close\r\n\r\n",
+    )
+    assert status in (200, 400, 401, 431), got[:300]
+    if status == 200:
+        assert b'"learner":"bob"' in got
+
+
+def test_two_authorization_headers_never_mix_two_learners(course):
+    url, tokens = course["server"].url, course["tokens"]
+    two = httpx.get(
+        f"{url}/api/v1/me",
+        headers=[
+            ("Authorization", f"Bearer {tokens['bob']}"),
+            ("Authorization", f"Bearer {tokens['alice']}"),
+        ],
+    )
+    assert two.status_code in (200, 400, 401)
+    if two.status_code == 200:
+        assert two.json()["learner"] in ("bob", "alice")
+
+
+def test_a_student_cannot_ask_for_another_learners_list_or_an_instructor_route(clients):
+    for params in (
+        {"learner": "alice"},
+        {"learner": "prof"},
+        {"learner": ""},
+        {"learner": "%"},
+        {"exercise": "%"},
+        {"learner": "alice", "exercise": "day45-quiz"},
+    ):
+        r = clients["frank"].get("/submissions", params=params)
+        assert r.status_code in (200, 422), r.text
+        if r.status_code == 200:
+            assert all(s["learner"] == "frank" for s in r.json())
+    assert clients["frank"].get("/status", params={"exercise": "%"}).status_code == 404
+
+
+# -- uploads ------------------------------------------------------------------------------------------
+
+
+def raw_zip(entries: list[tuple[str, bytes]], symlink: str | None = None) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in entries:
+            zf.writestr(name, data)
+        if symlink:
+            info = zipfile.ZipInfo("attention.py")
+            info.external_attr = 0o120777 << 16
+            zf.writestr(info, symlink)
+    return buf.getvalue()
+
+
+ATTENTION = (ROOT / "exercises" / "day45-attention" / "solution" / "attention.py").read_bytes()
+SHADOWS = [
+    [("attention.py", ATTENTION), ("conftest.py", b"import os; os._exit(0)\n")],
+    [("attention.py", ATTENTION), ("test_attention.py", b"def test_ok(): pass\n")],
+    [("attention.py", ATTENTION), ("__init__.py", b"raise SystemExit\n"), ("key.toml", b"x")],
+    [("attention.py", ATTENTION), ("inner.zip", zip_of({"conftest.py": b"x"}))],
+]
+
+
+@pytest.mark.parametrize("entries", SHADOWS)
+def test_files_named_like_the_graders_are_never_stored(clients, entries):
+    r = clients["erin"].upload("day45-attention", raw_zip(entries))
+    if r.status_code == 202:
+        assert [f["name"] for f in r.json()["files"]] == ["attention.py"], r.json()["files"]
+    else:
+        assert error_of(r)["code"] == "bad-upload"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        raw_zip([("/attention.py", ATTENTION)]),
+        raw_zip([("attention.py", ATTENTION), ("attention.py", b"x = 1\n")]),
+        raw_zip([], symlink="/etc/passwd"),
+        raw_zip([("attention.py", ATTENTION)])[:-30],  # a central directory cut short
+        raw_zip([("attention.py", ATTENTION)]).replace(b"attention.py", b"attention.pz", 1),  # it lies
+    ],
+)
+def test_archives_that_lie_are_refused_or_read_as_the_grader_would(clients, body):
+    r = clients["erin"].upload("day45-attention", body)
+    assert r.status_code in (202, 422), r.text
+    if r.status_code == 202:
+        assert [f["name"] for f in r.json()["files"]] == ["attention.py"]
+        assert r.json()["files"][0]["size"] != len("/etc/passwd"), "a symlink is never followed"
+
+
+def test_a_chunked_body_over_the_cap_is_413_and_stores_nothing(course, clients):
+    url, token = course["server"].url, course["tokens"]["bob"]
+    before = len(clients["bob"].get("/submissions").json())
+    head = (
+        b"POST /api/v1/exercises/day45-attention/submissions HTTP/1.1\r\nHost: x\r\n"
+        b"Authorization: Bearer " + token.encode() + b"\r\nContent-Type: application/zip\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    piece = b"\0" * 65536
+    chunks = [b"%x\r\n" % len(piece) + piece + b"\r\n"] * (UPLOAD_BYTES // len(piece) + 2) + [b"0\r\n\r\n"]
+    status, got = raw(url, head, chunks)
+    assert status == 413 and b'"too-large"' in got, got[:300]
+    status, got = raw(url, head.replace(b"Transfer-Encoding: chunked", b"Content-Length: -1"))
+    assert status in (400, 413), got[:300]
+    assert len(clients["bob"].get("/submissions").json()) == before
+
+
+def test_a_content_type_lie_is_still_read_as_a_zip_or_refused(clients):
+    r = clients["bob"].post(
+        "/exercises/day45-attention/submissions",
+        content=b'{"a": 1}',
+        headers={"Content-Type": "application/json"},
+    )
+    assert_refusal(r, 422)
+
+
+@pytest.mark.parametrize("key", ["x" * 201, "two words", "ü", "a\tb"])
+def test_a_bad_idempotency_key_is_422_naming_it(clients, key):
+    r = clients["bob"].post(
+        "/exercises/day45-attention/submissions",
+        content=zip_of({"attention.py": ATTENTION}),
+        headers=[("Content-Type", "application/zip"), ("Idempotency-Key", key.encode("utf-8"))],
+    )
+    assert assert_refusal(r, 422)["field"] == "Idempotency-Key"
+
+
+def test_an_idempotency_key_never_returns_another_learners_or_exercises_upload(clients):
+    first = clients["dave"].upload("day45-attention", {"attention.py": ATTENTION}, key="shared-key")
+    assert first.status_code == 202, first.text
+    theirs = clients["frank"].upload("day45-attention", {"attention.py": ATTENTION + b"\n"}, key="shared-key")
+    assert theirs.status_code == 202 and theirs.json()["learner"] == "frank"
+    assert theirs.json()["id"] != first.json()["id"]
+    elsewhere = clients["dave"].upload(
+        "day45-quiz", {"answers.toml": quiz_sheet(wrong=False)}, key="shared-key"
+    )
+    assert elsewhere.status_code != 200 or elsewhere.json()["exercise"] == "day45-quiz", (
+        "a key used for one exercise answered an upload to another with the first exercise's upload"
+    )
+    assert_refusal(elsewhere, 422)
+    # different files under one key: the first upload (a replay), never a second submission
+    other = clients["dave"].upload(
+        "day45-attention", {"attention.py": ATTENTION + b"# changed\n"}, key="shared-key"
+    )
+    assert other.status_code == 200 and other.json()["id"] == first.json()["id"]
+
+
+# -- the policy ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["2", "-1", "yes please", "1e3", ""])
+def test_use_late_day_takes_only_a_boolean(clients, value):
+    r = clients["frank"].upload("day49-data", {"data.py": b"x = 1\n"}, use_late_day=value)
+    assert r.status_code in (409, 422), r.text
+    error_of(r)
+    assert clients["frank"].get("/me").json()["late_days"]["spent"] == 0
+
+
+def test_ten_parallel_uploads_at_the_rate_limit_take_at_most_its_capacity(course):
+    url, token = course["server"].url, course["tokens"]["frank"]
+
+    def one(i: int) -> int:
+        body = zip_of({"answers.toml": quiz_sheet(wrong=bool(i % 2)) + f"# {i}\n".encode()})
+        with httpx.Client(timeout=60) as http:
+            return http.post(
+                f"{url}/api/v1/exercises/day45-quiz/submissions",
+                content=body,
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/zip"},
+            ).status_code
+
+    with ThreadPoolExecutor(10) as pool:
+        codes = list(pool.map(one, range(10)))
+    assert codes.count(202) == 2 and codes.count(429) == 8, codes  # capacity 2, due already passed
+
+
+@pytest.mark.parametrize(
+    "fmt,lang",
+    [
+        ("junit", "en"),
+        ("gradescope", "en"),
+        ("csv", "en"),
+        ("text", "fr"),
+        ("text", "zh-TW\x00"),
+        ("../json", "en"),
+    ],
+)
+def test_report_format_and_lang_junk_is_422(clients, fmt, lang):
+    r = clients["bob"].get("/submissions/1/report", params={"format": fmt, "lang": lang})
+    assert_refusal(r, 404, 422)
+
+
+# -- the jail, seen from a server's grading -------------------------------------------------------------
+
+
+def test_a_submission_that_reads_the_private_edition_finds_nothing(course, clients):
+    hidden = course["exercises"] / "day45-attention" / "hidden" / "test_attention.py"
+    key = course["exercises"] / "day45-quiz" / "key.toml"
+    probe = f"""
+import os as _os
+for _path in ({str(hidden)!r}, {str(key)!r}, {str(course['db'])!r}):
+    try:
+        print("PROBE-READ", _path, open(_path).read())
+    except Exception as _exc:
+        print("PROBE-DENIED", _path, type(_exc).__name__)
+print("PROBE-ENV", _os.environ.get("GRADER_EXERCISES_DIR"))
+""".encode()
+    r = clients["erin"].upload("day45-attention", {"attention.py": ATTENTION + probe}, key="probe")
+    assert r.status_code in (200, 202), r.text
+    sub = clients["erin"].wait(r.json()["id"])
+    assert sub["status"] == "graded"
+    full = clients["prof"].get(f"/submissions/{sub['id']}/report").text  # every check and the output shown
+    assert "PROBE-DENIED" in full, full[-2000:]  # the probe ran and its output reached the report
+    assert "PROBE-READ" not in full
+    assert "PROBE-ENV None" in full
+    for planted in PLANTED.values():
+        assert planted not in full
+    for fmt in ("text", "json", "html", "markdown"):
+        mine = clients["erin"].get(f"/submissions/{sub['id']}/report", params={"format": fmt}).text
+        assert "PROBE-" not in mine, "printed output stays hidden while a check is (after_due)"
