@@ -322,3 +322,90 @@ print("PROBE-ENV", _os.environ.get("GRADER_EXERCISES_DIR"))
     for fmt in ("text", "json", "html", "markdown"):
         mine = clients["erin"].get(f"/submissions/{sub['id']}/report", params={"format": fmt}).text
         assert "PROBE-" not in mine, "printed output stays hidden while a check is (after_due)"
+
+
+# -- sessions, tokens and slow callers ----------------------------------------------------------------
+
+
+def test_a_token_revoked_mid_session_is_401_at_its_next_request(course):
+    from grader.store import Gradebook
+    from grader.store.accounts import issue_token, revoke_tokens
+
+    with Gradebook(course["db"]) as gb:
+        token = issue_token(gb, "gina")
+    url = course["server"].url
+    with httpx.Client(base_url=f"{url}/api/v1", headers={"Authorization": f"Bearer {token}"}) as gina:
+        assert gina.get("/me").json()["learner"] == "gina"
+        with Gradebook(course["db"]) as gb:
+            assert revoke_tokens(gb, "gina") == 1
+        for path in ("/me", "/submissions", "/status"):
+            assert error_of(gina.get(path))["code"] == "unauthorized"
+        r = gina.post(
+            "/exercises/day45-attention/submissions",
+            content=zip_of({"attention.py": ATTENTION}),
+            headers={"Content-Type": "application/zip"},
+        )
+        assert error_of(r)["code"] == "unauthorized"
+
+
+def test_a_students_session_cookie_never_opens_an_instructor_route(course):
+    import re
+
+    url = course["server"].url
+    with httpx.Client(base_url=url, timeout=60) as browser:
+        csrf = re.search(r'name="csrf" value="([^"]+)"', browser.get("/").text)[1]
+        r = browser.post(
+            "/login", data={"token": course["tokens"]["bob"], "csrf": csrf}, headers={"Origin": url}
+        )
+        assert r.status_code == 303
+        for path in (
+            "/api/v1/queue",
+            "/api/v1/class/day45-quiz/grades",
+            "/class/day45-quiz",
+            "/class/day45-quiz/alice",
+        ):
+            r = browser.get(path)
+            assert r.status_code in (403, 404), (path, r.status_code)
+            assert "Alice" not in r.text, "nothing of another learner's"
+
+
+def test_a_slow_body_does_not_stall_the_server_for_others(course, clients):
+    url, token = course["server"].url, course["tokens"]["bob"]
+    host, port = url.removeprefix("http://").split(":")
+    stalled = []
+    try:
+        for _ in range(8):  # callers that announce a body and never send it
+            s = socket.create_connection((host, int(port)), timeout=20)
+            s.sendall(
+                b"POST /api/v1/exercises/day45-attention/submissions HTTP/1.1\r\nHost: x\r\n"
+                b"Authorization: Bearer " + token.encode() + b"\r\nContent-Length: 100000\r\n\r\nPK"
+            )
+            stalled.append(s)
+        with httpx.Client(timeout=10) as other:  # bounded: an answer within 10 s, or the test fails
+            assert other.get(f"{url}/api/v1/health").status_code == 200
+        assert clients["alice"].get("/me").json()["learner"] == "alice"
+    finally:
+        for s in stalled:
+            s.close()
+
+
+# -- late days on what is closed or not open -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exercise,code", [("day49-data", "closed"), ("day49-quiz", "not-open")])
+def test_a_late_day_never_opens_what_is_closed_or_not_open_and_is_not_spent(clients, exercise, code):
+    files = (
+        {"answers.toml": quiz_sheet(wrong=False)} if exercise.endswith("quiz") else {"data.py": b"x = 1\n"}
+    )
+    for value in ("true", "1", "on"):
+        r = clients["frank"].upload(exercise, files, use_late_day=value)
+        assert r.status_code == 409 and error_of(r)["code"] == code, r.text
+    assert clients["frank"].get("/me").json()["late_days"]["spent"] == 0
+
+
+def test_a_late_day_asked_for_at_the_rate_limit_is_not_spent(clients):
+    for i in range(4):  # erin's day45-quiz tokens go (frank's are the parallel test's)
+        clients["erin"].upload("day45-quiz", {"answers.toml": quiz_sheet(wrong=True) + b"# %d\n" % i})
+    r = clients["erin"].upload("day45-quiz", {"answers.toml": quiz_sheet(wrong=False)}, use_late_day="true")
+    assert r.status_code == 429 and error_of(r)["code"] == "rate-limited"
+    assert clients["erin"].get("/me").json()["late_days"]["spent"] == 0
