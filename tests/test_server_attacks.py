@@ -409,3 +409,24 @@ def test_a_late_day_asked_for_at_the_rate_limit_is_not_spent(clients):
     r = clients["erin"].upload("day45-quiz", {"answers.toml": quiz_sheet(wrong=False)}, use_late_day="true")
     assert r.status_code == 429 and error_of(r)["code"] == "rate-limited"
     assert clients["erin"].get("/me").json()["late_days"]["spent"] == 0
+
+
+def test_one_learner_cannot_fill_the_queue_ahead_of_everyone(course, clients):
+    """day45-attention has no rate limit in this course: a flood of distinct uploads is capped at
+    LEARNER_PENDING waiting (plus what was graded meanwhile), and another learner still gets in."""
+    from grader.limits import LEARNER_PENDING
+    from grader.store import Gradebook
+    from grader.store.accounts import issue_token
+
+    with Gradebook(course["db"]) as gb:
+        hank = test_service.Client(course["server"].url, issue_token(gb, "hank"))
+    codes = []
+    for i in range(LEARNER_PENDING + 40):
+        r = hank.upload("day45-attention", {"attention.py": ATTENTION + b"# %d\n" % i})
+        codes.append(r.status_code)
+        if r.status_code == 429:
+            assert error_of(r)["code"] == "rate-limited" and int(r.headers["Retry-After"]) > 0
+    finished = sum(s["status"] in ("graded", "failed") for s in hank.get("/submissions").json())
+    assert codes.count(202) <= LEARNER_PENDING + finished, (codes.count(202), finished)
+    r = clients["bob"].upload("day45-attention", {"attention.py": ATTENTION + b"# bob\n"})
+    assert r.status_code == 202, r.text
