@@ -430,3 +430,70 @@ def test_one_learner_cannot_fill_the_queue_ahead_of_everyone(course, clients):
     assert codes.count(202) <= LEARNER_PENDING + finished, (codes.count(202), finished)
     r = clients["bob"].upload("day45-attention", {"attention.py": ATTENTION + b"# bob\n"})
     assert r.status_code == 202, r.text
+
+
+# -- visibility through every route ------------------------------------------------------------------------
+
+
+def test_an_after_due_checks_diagnosis_reaches_the_student_by_no_route(course, clients, tmp_path):
+    import html
+    import re
+
+    from grader.sampleclass import make_class
+
+    kinds = make_class("day45-attention", tmp_path, 1, only=("mutant:no-causal-mask",))
+    (learner,) = kinds
+    files = {p.name: p.read_bytes() for p in (tmp_path / learner).iterdir()}
+    r = clients["dave"].upload("day45-attention", files)
+    assert r.status_code == 202, r.text
+    sub = clients["dave"].wait(r.json()["id"])
+    full = clients["prof"].get(f"/submissions/{sub['id']}").json()["grade"]
+    secrets = []
+    for check in full["checks"]:
+        if (
+            check["id"] in ("mha-has-no-future-leak", "causal-attention-has-no-future-leak")
+            and not check["passed"]
+        ):
+            secrets += [check["message"], *map(str, check.get("symptoms") or [])]
+    secrets = [s for s in secrets if len(s) >= 12]
+    assert secrets, "the mutant fails an after_due check with a diagnosis the instructor sees"
+    answers = [
+        clients["dave"].get(f"/submissions/{sub['id']}").text,
+        clients["dave"].get("/submissions", params={"exercise": "day45-attention"}).text,
+        clients["dave"].get("/status").text,
+    ]
+    for fmt in ("text", "json", "html", "markdown"):
+        for lang in ("en", "zh-TW"):
+            answers.append(
+                clients["dave"]
+                .get(f"/submissions/{sub['id']}/report", params={"format": fmt, "lang": lang})
+                .text
+            )
+    url = course["server"].url
+    with httpx.Client(base_url=url, timeout=60) as browser:
+        csrf = re.search(r'name="csrf" value="([^"]+)"', browser.get("/").text)[1]
+        browser.post(
+            "/login", data={"token": course["tokens"]["dave"], "csrf": csrf}, headers={"Origin": url}
+        )
+        page = browser.get(f"/submissions/{sub['id']}")
+        assert page.status_code == 200
+        answers += [html.unescape(page.text), browser.get("/").text]
+    for answer in answers:
+        for secret in secrets:
+            assert secret not in answer and json_quoted(secret) not in answer, secret[:80]
+
+
+def json_quoted(text: str) -> str:
+    import json
+
+    return json.dumps(text)[1:-1]
+
+
+@pytest.mark.parametrize("lang", ["\x00", "zh-TW;q=" + "9" * 5000, "../../etc", "ｚｈ", "*", "zh-Hant-TW"])
+def test_junk_languages_on_errors_and_reports_are_never_500(clients, lang):
+    for path in ("/no-such-route", "/submissions/999999", "/exercises/nope/starter"):
+        r = clients["bob"].get(path, params={"lang": lang})
+        assert_refusal(r, 404, 422)
+        if "\x00" not in lang:  # httpx refuses to send a NUL in a header
+            r = clients["bob"].get(path, headers={"Accept-Language": lang.encode("utf-8")})
+            assert_refusal(r, 404, 422)
