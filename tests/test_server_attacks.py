@@ -411,27 +411,6 @@ def test_a_late_day_asked_for_at_the_rate_limit_is_not_spent(clients):
     assert clients["erin"].get("/me").json()["late_days"]["spent"] == 0
 
 
-def test_one_learner_cannot_fill_the_queue_ahead_of_everyone(course, clients):
-    """day45-attention has no rate limit in this course: a flood of distinct uploads is capped at
-    LEARNER_PENDING waiting (plus what was graded meanwhile), and another learner still gets in."""
-    from grader.limits import LEARNER_PENDING
-    from grader.store import Gradebook
-    from grader.store.accounts import issue_token
-
-    with Gradebook(course["db"]) as gb:
-        hank = test_service.Client(course["server"].url, issue_token(gb, "hank"))
-    codes = []
-    for i in range(LEARNER_PENDING + 40):
-        r = hank.upload("day45-attention", {"attention.py": ATTENTION + b"# %d\n" % i})
-        codes.append(r.status_code)
-        if r.status_code == 429:
-            assert error_of(r)["code"] == "rate-limited" and int(r.headers["Retry-After"]) > 0
-    finished = sum(s["status"] in ("graded", "failed") for s in hank.get("/submissions").json())
-    assert codes.count(202) <= LEARNER_PENDING + finished, (codes.count(202), finished)
-    r = clients["bob"].upload("day45-attention", {"attention.py": ATTENTION + b"# bob\n"})
-    assert r.status_code == 202, r.text
-
-
 # -- visibility through every route ------------------------------------------------------------------------
 
 
@@ -497,3 +476,25 @@ def test_junk_languages_on_errors_and_reports_are_never_500(clients, lang):
         if "\x00" not in lang:  # httpx refuses to send a NUL in a header
             r = clients["bob"].get(path, headers={"Accept-Language": lang.encode("utf-8")})
             assert_refusal(r, 404, 422)
+
+
+# last: its flood keeps the workers busy for a while after it
+def test_one_learner_cannot_fill_the_queue_ahead_of_everyone(course, clients):
+    """day45-attention has no rate limit in this course: a flood of distinct uploads is capped at
+    LEARNER_PENDING waiting (plus what was graded meanwhile), and another learner still gets in."""
+    from grader.limits import LEARNER_PENDING
+    from grader.store import Gradebook
+    from grader.store.accounts import issue_token
+
+    with Gradebook(course["db"]) as gb:
+        hank = test_service.Client(course["server"].url, issue_token(gb, "hank"))
+    codes = []
+    for i in range(LEARNER_PENDING + 40):
+        r = hank.upload("day45-attention", {"attention.py": ATTENTION + b"# %d\n" % i})
+        codes.append(r.status_code)
+        if r.status_code == 429:
+            assert error_of(r)["code"] == "rate-limited" and int(r.headers["Retry-After"]) > 0
+    finished = sum(s["status"] in ("graded", "failed") for s in hank.get("/submissions").json())
+    assert codes.count(202) <= LEARNER_PENDING + finished, (codes.count(202), finished)
+    r = clients["bob"].upload("day45-attention", {"attention.py": ATTENTION + b"# bob\n"})
+    assert r.status_code == 202, r.text
