@@ -60,6 +60,7 @@ For every exercise:
     UPLOAD_FILES                  200       members of one upload
     REQUEST_BYTES                 64 KiB    any other request body (JSON)
     QUEUE_DEPTH                   2,000     queued jobs of one gradebook, then 429
+    LEARNER_PENDING               50        one learner's uploads waiting or grading, then 429
     QUEUE_RETRY_SECONDS           30        the Retry-After of a full queue
     LEASE_SECONDS                 60        a job's lease, renewed every quarter of it
     JOB_ATTEMPTS                  3         leases of one job, then a dead letter
@@ -176,6 +177,9 @@ UPLOAD_FILES = 200  # members of one upload; its learner files are capped as abo
 REQUEST_BYTES = 64 * KiB  # any other request body (JSON)
 QUEUE_DEPTH = 2_000  # queued jobs of one gradebook; more answers 429 with Retry-After
 QUEUE_RETRY_SECONDS = 30  # the Retry-After of a full queue
+# one learner's uploads queued or grading; more answers 429 rate-limited, so an exercise without a
+# rate limit cannot let one learner fill the queue ahead of everyone (the load tests send 40 at once)
+LEARNER_PENDING = 50
 LEASE_SECONDS = 60.0  # a job's lease; a grading server renews it every LEASE_SECONDS / 4
 JOB_ATTEMPTS = GRADER_ATTEMPTS  # leases of one job (a lost lease counts), then a dead letter
 TOKEN_BYTES = 32  # random bytes of an access token (only its SHA-256 is stored)

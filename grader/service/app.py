@@ -23,7 +23,7 @@ import logging
 import re
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -50,6 +50,9 @@ REPORT_TYPES = {
 }
 # a report is a document of its own: nothing in it may load or run anything
 REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"
+# an id a path names: positive, and at most what the gradebook's ids hold (SQLite's INTEGER, PostgreSQL's
+# BIGINT); a larger one would overflow the query (a 500), and is refused as invalid instead
+RowId = Annotated[int, Path(ge=1, le=2**63 - 1)]
 CODES = {401: "unauthorized", 403: "forbidden", 404: "not-found", 413: "too-large", 422: "invalid"}
 
 
@@ -294,7 +297,7 @@ def api_router() -> APIRouter:
         return _service(request).submissions(caller, exercise, learner)
 
     @api.get("/submissions/{upload_id}")
-    def submission(request: Request, upload_id: int, caller: Caller):
+    def submission(request: Request, upload_id: RowId, caller: Caller):
         found = _service(request).submission(caller, upload_id)
         if found is None:
             raise not_found()
@@ -303,7 +306,7 @@ def api_router() -> APIRouter:
     @api.get("/submissions/{upload_id}/report", response_class=Response)
     def report(
         request: Request,
-        upload_id: int,
+        upload_id: RowId,
         caller: Caller,
         format: Literal["text", "json", "html", "markdown"] = "text",
         lang: Literal["en", "zh-TW"] = "en",
@@ -314,7 +317,7 @@ def api_router() -> APIRouter:
         )
 
     @api.post("/submissions/{upload_id}/choose")
-    def choose(request: Request, upload_id: int, caller: Caller):
+    def choose(request: Request, upload_id: RowId, caller: Caller):
         return _service(request).choose(caller, upload_id)
 
     @api.get("/status")
@@ -344,7 +347,7 @@ def api_router() -> APIRouter:
         return _service(request).queue_info()
 
     @api.post("/queue/{job_id}/retry")
-    def retry(request: Request, job_id: int, caller: Staff):
+    def retry(request: Request, job_id: RowId, caller: Staff):
         return _service(request).retry(job_id)
 
     return api

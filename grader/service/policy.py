@@ -453,7 +453,7 @@ def admit(
                 retry_at = None
             message = (
                 msg(
-                    "you have used your {capacity} submissions for now (one more every "
+                    "submission limit reached (at most {capacity} at a time, one more every "
                     "{minutes} minutes): the next submission is possible at {when}",
                     capacity=ex.rate.capacity,
                     minutes=f"{ex.rate.refill_minutes:g}",
@@ -461,8 +461,8 @@ def admit(
                 )
                 if retry_at is not None
                 else msg(
-                    "you have used your {capacity} submissions, and no new one comes before "
-                    "this exercise closes at {closes}",
+                    "submission limit reached (at most {capacity} at a time), and no new one comes "
+                    "before this exercise closes at {closes}",
                     capacity=ex.rate.capacity,
                     closes=utc(d.closes),  # type: ignore[arg-type]  # retry_at is None only by closes
                 )

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.errors import Refused, SourceError
-from grader.limits import QUEUE_RETRY_SECONDS, SUBMISSION_BYTES, UPLOAD_BYTES, UPLOAD_FILES
+from grader.limits import (
+    LEARNER_PENDING,
+    QUEUE_RETRY_SECONDS,
+    SUBMISSION_BYTES,
+    UPLOAD_BYTES,
+    UPLOAD_FILES,
+)
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise, Grade
 
@@ -215,9 +221,11 @@ class Service:
 
         In this order, each refusal leaving nothing stored and no rate-limit token spent: the
         archive (422), a replay of the same Idempotency-Key (the first upload, 200, whatever the
-        limit says now), the course policy (409 closed / not-open, 429 rate-limited), the queue's
-        depth (429 queue-full). One learner's uploads are admitted one at a time in this process,
-        so two at once cannot both take the last token (several servers: see the README)."""
+        limit says now; a key used for another exercise, 422), the course policy (409 closed /
+        not-open, 429 rate-limited), the learner's uploads still waiting (LEARNER_PENDING, 429
+        rate-limited), the queue's depth (429 queue-full). One learner's uploads are admitted one
+        at a time in this process, so two at once cannot both take the last token (several
+        servers: see the README)."""
         from grader.service.policy import PastUpload, admit
         from grader.store import Incoming
         from grader.store.queue import QueueFull
@@ -229,6 +237,13 @@ class Service:
         with self._lock(account.learner):
             if idempotency_key is not None:
                 earlier = self.queue.upload_by_key(account.learner, idempotency_key)
+                if earlier is not None and earlier.exercise != ex.id:  # not a replay of this upload
+                    raise Refused(
+                        422,
+                        "invalid",
+                        msg("this Idempotency-Key was used for another exercise; send a new one"),
+                        "Idempotency-Key",
+                    )
                 if earlier is not None:
                     return self._submission_json(account, earlier), False
             now = self.clock()
@@ -250,6 +265,17 @@ class Service:
             )
             if not admission.admitted:
                 raise self._refusal(admission, now)
+            pending = sum(u.status in ("queued", "grading") for u in self.queue.uploads(account.learner))
+            if pending >= LEARNER_PENDING:  # every exercise, rate-limited or not: the queue is shared
+                raise Refused(
+                    429,
+                    "rate-limited",
+                    msg(
+                        "{count} of your submissions are waiting to be graded; send more once they are",
+                        count=pending,
+                    ),
+                    retry_after=QUEUE_RETRY_SECONDS,
+                )
             try:
                 upload = self.queue.submit(
                     account.learner,
