@@ -44,6 +44,23 @@ def postgres():
     pg.stop()
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path):
+    """A gradebook URL on each backend: a SQLite file, and a database in the throwaway cluster."""
+    if request.param == "sqlite":
+        return str(tmp_path / "gradebook.db")
+    return request.getfixturevalue("postgres").create_database()
+
+
+@pytest.fixture
+def book(db):
+    from grader.store import Gradebook
+
+    gb = Gradebook(db)
+    yield gb
+    gb.close()
+
+
 @pytest.fixture(scope="session")
 def student_install(tmp_path_factory):
     """The student install (`pip install .`, no extra, in a fresh venv), built once per run for

@@ -18,6 +18,7 @@ import sys
 import time
 import zipfile
 from collections.abc import Iterable
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -171,6 +172,22 @@ class Learner:
 
     def run(self, *args, timeout: float = 300) -> subprocess.CompletedProcess:
         return grader(*args, env=self.env, timeout=timeout, cwd=self.home, python=self.python)
+
+
+@contextmanager
+def hard_timeout(seconds: int):
+    """An exception in the main thread after `seconds`: the fixtures' finalizers still run."""
+
+    def expired(signum, frame):
+        raise TimeoutError(f"more than {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def zipped(files: dict[str, bytes | str]) -> bytes:

@@ -27,20 +27,6 @@ from grader.store.schema import GradeRun, Job, Submission, UploadRow
 EXERCISE = "day45-attention"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request, tmp_path):
-    if request.param == "sqlite":
-        return str(tmp_path / "gradebook.db")
-    return request.getfixturevalue("postgres").create_database()
-
-
-@pytest.fixture
-def book(db):
-    gb = Gradebook(db)
-    yield gb
-    gb.close()
-
-
 @pytest.fixture
 def version(book):
     return book.exercise_version(EXERCISE, "v1", 10.0, "attention")

@@ -15,7 +15,6 @@ import io
 import json
 import re
 import shutil
-import signal
 import uuid
 import zipfile
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server_harness import CODE, EXERCISES, QUIZ, Learner, Server, clean_env, issue_token
+from tests.server_harness import CODE, EXERCISES, QUIZ, Learner, Server, clean_env, hard_timeout, issue_token
 
 START_LIMIT, TEST_LIMIT = 180, 300  # seconds: the tokens and the server's start; one test. A hang fails
 A, B, C, PROF = "ana-7d1e", "ben-93fa", "cai-05b2", "prof-e2e"
@@ -122,22 +121,6 @@ reason = "e2e: a week more"
         encoding="utf-8",
     )
     return path
-
-
-@contextmanager
-def hard_timeout(seconds: int):
-    """An exception in the main thread after `seconds`: the fixtures' finalizers still run."""
-
-    def expired(signum, frame):
-        raise TimeoutError(f"more than {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 class Recorder:

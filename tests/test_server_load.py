@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import socket
 import statistics
 import threading
@@ -30,6 +29,7 @@ from tests.server_harness import (
     QUIZ,
     Learner,
     Server,
+    hard_timeout,
     issue_roster,
     quiz_sheet,
     runs_per_upload,
@@ -44,17 +44,8 @@ GRADE_LIMIT = 240  # seconds for a load to be graded
 @pytest.fixture(autouse=True)
 def bounded():
     """An exception in the main thread after TEST_LIMIT: the fixtures' finalizers still run."""
-
-    def expired(signum, frame):
-        raise TimeoutError(f"more than {TEST_LIMIT} s")
-
-    old = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(TEST_LIMIT)
-    try:
+    with hard_timeout(TEST_LIMIT):
         yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 @contextmanager

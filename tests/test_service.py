@@ -40,6 +40,7 @@ from grader.limits import REQUEST_BYTES, SUBMISSION_BYTES, UPLOAD_BYTES, UPLOAD_
 from grader.sampleclass import make_class
 from grader.store import Gradebook
 from grader.store.accounts import issue_token, revoke_tokens
+from tests.server_harness import zipped as zip_of  # the one zip maker of the server tests
 
 ROOT = Path(__file__).resolve().parents[1]
 EDITION = ("day45-quiz", "day45-attention", "day49-quiz", "day49-data")
@@ -172,14 +173,6 @@ class Server:
             except ProcessLookupError:
                 break
         self.proc = None
-
-
-def zip_of(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-    return buf.getvalue()
 
 
 SERVER_PID: list[int] = []  # the kill -9 test's server

@@ -24,20 +24,6 @@ from grader.store.gradebook import make_engine, normalize_url
 from grader.store.schema import Base, GradeRun
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request, tmp_path):
-    if request.param == "sqlite":
-        return str(tmp_path / "gradebook.db")
-    return request.getfixturevalue("postgres").create_database()
-
-
-@pytest.fixture
-def book(db):
-    gb = Gradebook(db)
-    yield gb
-    gb.close()
-
-
 def sample_grade(score=7.0, passed=False, student="s1") -> Grade:
     return Grade(
         exercise="day45-attention", passed=passed, score=score, max_score=10.0,

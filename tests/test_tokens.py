@@ -24,20 +24,6 @@ from grader.store.schema import AccountRow
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request, tmp_path):
-    if request.param == "sqlite":
-        return str(tmp_path / "gradebook.db")
-    return request.getfixturevalue("postgres").create_database()
-
-
-@pytest.fixture
-def book(db):
-    gb = Gradebook(db)
-    yield gb
-    gb.close()
-
-
 def run(*args, cwd=ROOT):
     return subprocess.run([sys.executable, "-m", "grader", *map(str, args)], capture_output=True, text=True,
                           timeout=120, cwd=cwd)
