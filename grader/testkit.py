@@ -19,9 +19,13 @@ from grader.locale import N_, Message, msg  # noqa: F401  (re-exported for hidde
 from grader.session import Remote
 
 
-def check(*, points: float, rule: str, day: int, title: str = ""):
-    """Mark a hidden test as a graded check worth `points`, for `rule` from curriculum `day`."""
-    return pytest.mark.check(points=points, rule=rule, day=day, title=title)
+def check(*, points: float, rule: str, day: int, title: str = "", needs: tuple[str, ...] = ()):
+    """Mark a hidden test as a graded check worth `points`, for `rule` from curriculum `day`.
+
+    needs: ids of checks whose functions this one builds on (e.g. the multi-head check needs
+    "split-and-merge-heads"): when one of them fails too, the report groups this failure under
+    it as its root cause. Points are still decided per check."""
+    return pytest.mark.check(points=points, rule=rule, day=day, title=title, needs=tuple(needs))
 
 
 class CheckFailure(AssertionError):
