@@ -16,7 +16,7 @@ from pathlib import Path
 
 from grader.errors import InvalidSubmission, UsageError
 from grader.limits import LEARNER_FILE_BYTES as MAX_FILE_BYTES
-from grader.locale import msg
+from grader.locale import Message, msg
 from grader.models import Exercise
 
 
@@ -34,8 +34,16 @@ def files_digest(files: Mapping[str, bytes], problem: str | None = None) -> str:
 
 @dataclass
 class SubmittedFiles:
-    files: dict[str, bytes] = field(default_factory=dict)  # learner file name -> contents
-    toml: dict[str, dict] = field(default_factory=dict)  # parsed learner TOML files
+    """What the jail receives and what grading knows about it before anything runs."""
+
+    # the exercise files found plus the learner's helper modules (other .py files beside them);
+    # all go to the jail, a helper is imported only if a learner file imports it
+    files: dict[str, bytes] = field(default_factory=dict)
+    toml: dict[str, dict] = field(default_factory=dict)  # the learner TOML files that parsed
+    # learner file name -> the located reason THAT file cannot be used (syntax error, undecodable
+    # text, malformed TOML, missing file): its checks fail with it, the others still run
+    problems: dict[str, Message] = field(default_factory=dict)
+    warnings: list[Message] = field(default_factory=list)  # carried into Grade.warnings
 
     @property
     def digest(self) -> str:
