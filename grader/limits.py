@@ -29,6 +29,10 @@ For every exercise:
     ============================  ========  =================================================
     LEARNER_FILE_BYTES            1 MiB     one learner file, read from disk or an archive
     SUBMISSION_BYTES              8 MiB     all of one submission's files, sent to the jail
+    HELPER_FILES                  16        helper modules: other .py files beside the
+                                            learner files, sent with them ...
+    HELPER_BYTES                  256 KiB   ... and their size together (more: left out,
+                                            with a warning)
     JAIL_READY_SECONDS            30        a jail's start-up (at most call_seconds)
     ARCHIVE_MEMBERS               50,000    members of one archive (a class's export)
     ARCHIVE_BYTES                 2 GiB     an archive on disk, and its members' inflated size
@@ -136,6 +140,8 @@ class Limits(BaseModel):
 # -- learner files ----------------------------------------------------------------------------
 LEARNER_FILE_BYTES = 1 * MiB  # one learner file (grader.submission, grader.sources)
 SUBMISSION_BYTES = 8 * MiB  # all files of one submission, as the jail receives them
+HELPER_FILES = 16  # a learner's own helper modules (grader.sources.match_files) ...
+HELPER_BYTES = 256 * KiB  # ... and their bytes together; past either, the rest is left out
 JAIL_READY_SECONDS = 30.0  # a jail's start-up, when call_seconds is longer
 
 # -- archives (grader.sources: a class's export, read in memory, never extracted) ------------
