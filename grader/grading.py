@@ -114,7 +114,13 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
                 ),
             )
         return assemble(
-            exercise, collected.results, collected.diagnoses, error, session.isolation, session.output()
+            exercise,
+            collected.results,
+            collected.diagnoses,
+            error,
+            session.isolation,
+            session.output(),
+            warnings=submitted.warnings,  # e.g. helper modules left out
         )
     finally:
         session.close()

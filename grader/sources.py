@@ -602,8 +602,8 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> Matc
         depth = min(len(p.parts) for p in hits)
         shallow = sorted(p for p in hits if len(p.parts) == depth)
         exact = [p for p in shallow if p.name == name]
-        if len(shallow) > 1 and len(exact) == 1:  # `data.py` beside `Data.py`
-            shallow = exact
+        if len(exact) == 1 and all(p.name.lower() == name.lower() for p in shallow):
+            shallow = exact  # `data.py` beside `Data.py`
         if len(shallow) > 1:
             # a re-upload on Canvas: the highest -N is the latest
             if canvas and all(logical(p) == name for p in shallow):
