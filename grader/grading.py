@@ -114,13 +114,7 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
                 ),
             )
         return assemble(
-            exercise,
-            collected.results,
-            collected.diagnoses,
-            error,
-            session.isolation,
-            session.output(),
-            warnings=submitted.warnings,  # e.g. helper modules left out
+            exercise, collected.results, collected.diagnoses, error, session.isolation, session.output()
         )
     finally:
         session.close()
