@@ -332,8 +332,10 @@ class SubmissionSession:
 
     def _target(self, remote: Remote) -> dict:
         target = dict(remote._target)
-        if "module" in target:
+        if "module" in target:  # a module is the same in every jail: only handles die with theirs
+            target.pop("generation", None)
             self._usable(str(target["module"]), target.get("path", []))
+            return target
         if target.pop("generation", self.generation) != self.generation:
             raise JailError(msg("this object lived in a jail that has since died"))
         return target
