@@ -30,6 +30,10 @@ For every exercise:
     ============================  ========  =================================================
     LEARNER_FILE_BYTES            1 MiB     one learner file, read from disk or an archive
     SUBMISSION_BYTES              8 MiB     all of one submission's files, sent to the jail
+    HELPER_FILES                  16        helper modules: other .py files beside the
+                                            learner files, sent with them ...
+    HELPER_BYTES                  256 KiB   ... and their size together (more: left out,
+                                            with a warning)
     JAIL_READY_SECONDS            30        a jail's start-up (at most call_seconds)
     CALL_FLOOR_SECONDS            2         one call into the jail, at least (its budget is
     CALL_BUDGET_FACTOR            20        max(floor, factor x the reference's time for the
@@ -143,6 +147,8 @@ class Limits(BaseModel):
 # -- learner files ----------------------------------------------------------------------------
 LEARNER_FILE_BYTES = 1 * MiB  # one learner file (grader.submission, grader.sources)
 SUBMISSION_BYTES = 8 * MiB  # all files of one submission, as the jail receives them
+HELPER_FILES = 16  # a learner's own helper modules (grader.sources.match_files) ...
+HELPER_BYTES = 256 * KiB  # ... and their bytes together; past either, the rest is left out
 JAIL_READY_SECONDS = 30.0  # a jail's start-up, when call_seconds is longer
 
 # -- time per call (grader.budgets): max(floor, factor x the reference's own time for that call) --
