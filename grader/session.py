@@ -120,9 +120,7 @@ class SubmissionSession:
         self.problems: dict[str, Message] = dict(problems or {})
         # module -> why it cannot be used: its file's problem now, its import error once ready
         self.broken: dict[str, Message] = {
-            m: msg("{file} cannot be used: {problem}", file=f"{m}.py", problem=self.problems[f"{m}.py"])
-            for m in self.modules
-            if f"{m}.py" in self.problems
+            m: self.problems[f"{m}.py"] for m in self.modules if f"{m}.py" in self.problems
         }
         self.budgets = CallBudgets(self.modules, limits.call_seconds)
 
@@ -370,10 +368,10 @@ class SubmissionSession:
             return self.toml[name]
         from grader.testkit import CheckFailure
 
-        problem = self.problems.get(name) or msg("missing file: {name}", name=name)
-        raise CheckFailure(
-            msg("{file} cannot be used: {problem}", file=name, problem=problem), symptoms=["exception"]
+        problem = self.problems.get(name) or msg(
+            "missing file: {missing} (this exercise needs {files})", missing=name, files=name
         )
+        raise CheckFailure(problem, symptoms=["exception"])
 
     def _call(self, remote: Remote, args, kwargs):
         target = self._target(remote)
