@@ -158,6 +158,8 @@ def test_helpers_over_the_caps_are_left_out_with_a_warning(tmp_path):
     assert len(read.warnings) == 1 and left_out in read.warnings[0]
     graded = grade(DATA, folder)
     assert graded.score == 20 and [w.message for w in graded.warnings] == read.warnings
+    found = read_source(tmp_path, exercise)  # a batch lists it among its notes
+    assert [(n.entry, n.reason) for n in found.notes] == [("many", read.warnings[0])]
     big = write(tmp_path / "big", {"data.py": SOLUTION, "big.py": b"#" * (HELPER_BYTES + 1), "small.py": b""})
     files, problem, warnings = read_learner(big, exercise)
     assert problem is None and set(files) == {"data.py", "small.py"} and "big.py" in warnings[0]
