@@ -516,8 +516,8 @@ def _number_from_node(node: ast.expr, source: str) -> Number:
 # a trailing unit word, dropped: "4,198,400 parameters", "4.6 nats". A closed list, so "2 pi" or
 # "10 million" is never silently read as 2 or 10
 _UNIT_WORDS = frozenset(
-    "parameter parameters param params weight weights byte bytes nat nats bit bits token tokens "
-    "element elements value values entries".split()
+    ["parameter", "parameters", "param", "params", "weight", "weights", "byte", "bytes", "nat"]
+    + ["nats", "bit", "bits", "token", "tokens", "element", "elements", "value", "values", "entries"]
 )
 _UNIT = re.compile(r"(?P<body>.*?\S)\s+(?P<unit>[A-Za-z]+)\.?", re.ASCII | re.DOTALL)
 # how PyTorch and NumPy print a shape or an array: torch.Size([2, 5, 12]), tensor([1, 2]),
@@ -571,7 +571,9 @@ def _grouped_arguments(text: str) -> str:
     list's brackets or plain parentheses, commas separate elements: [4,194,304] is three)."""
     if "," not in text or "(" not in text:
         return text
-    out, stack, i = [], [], 0
+    out: list[str] = []
+    stack: list[str] = []
+    i = 0
     while i < len(text):
         c = text[i]
         if c == "(":
@@ -581,10 +583,9 @@ def _grouped_arguments(text: str) -> str:
         elif c in ")]" and stack:
             stack.pop()
         elif c.isdigit() and stack and stack[-1] == "call" and (m := _GROUPED_ARGUMENT.match(text, i)):
-            if i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "._"):
-                out.append(m.group().replace(",", ""))
-                i = m.end()
-                continue
+            out.append(m.group().replace(",", ""))  # the pattern's look-behind: a number's start
+            i = m.end()
+            continue
         out.append(c)
         i += 1
     return "".join(out)
@@ -1242,7 +1243,9 @@ def _check_numbers(question: IntegerQuestion | RealQuestion, raw: object) -> Ans
     if isinstance(got, ParseError):
         if got.unrecognised and isinstance(raw, str):  # say what is expected, not what a number is
             message = msg(
-                "Could not read {text}: {expected}.", text=repr(_show(raw.strip())), expected=_expected(question)
+                "Could not read {text}: {expected}.",
+                text=repr(_show(raw.strip())),
+                expected=_expected(question),
             )
             return _result(question, False, got.code, message, form_error=True)
         return _form_error(question, got)

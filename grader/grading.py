@@ -16,7 +16,7 @@ from grader.exercises import exercise_dir, load_exercise
 from grader.jail.client import JailError
 from grader.locale import message_of, msg
 from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError, Printed
-from grader.quiz import grade_answers
+from grader.quiz import grade_sheet
 from grader.runner import run_hidden_tests
 from grader.session import SubmissionSession
 from grader.submission import InvalidSubmission, SubmittedFiles, read_submission
@@ -79,7 +79,7 @@ def assemble(
 
 
 def grade_quiz(exercise: Exercise, submitted: SubmittedFiles, student: str | None) -> Grade:
-    checks, warnings = grade_answers(exercise, submitted.toml[exercise.files[0]], student)
+    checks, warnings = grade_sheet(exercise, submitted, student)
     return assemble(exercise, checks, [], None, isolation="none (answers are data)", warnings=warnings)
 
 

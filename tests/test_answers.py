@@ -308,7 +308,8 @@ def test_infinite_and_unreadable_answers_to_integer_questions():
     assert result.form_error and result.message.startswith("Unknown name 'sixty'")
     result = fails("gpt2_small_d_k", "64 heads")
     # a word that is no unit of the answer is not dropped, and the message says what is expected
-    assert result.form_error and result.message.startswith("Could not read '64 heads': this answer is one whole number")
+    assert result.form_error
+    assert result.message.startswith("Could not read '64 heads': this answer is one whole number")
     assert fails("gpt2_small_d_k", True).form_error
     assert fails("gpt2_small_d_k", None).code == "missing"
     assert fails("gpt2_small_d_k", {"a": 1}).form_error
