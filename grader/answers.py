@@ -431,6 +431,16 @@ def _evaluate(node: ast.AST, source: str) -> Fraction | float:
             function, arities = _FUNCTIONS[name.lower()]
             if len(args) not in arities or any(isinstance(a, ast.Starred) for a in args):
                 if len(arities) == 1:
+                    segment = ast.get_source_segment(source, node) or ""
+                    if re.search(r"\d, \d{3}(?!\d)", segment):  # ln(50, 257): thousands, spaced?
+                        raise _Refused(
+                            "unsafe-expression",
+                            msg(
+                                "the function {name} takes one argument: to group thousands inside it, "
+                                "write the comma without a space, {name}(50,257), or no comma, {name}(50257)",
+                                name=name.lower(),
+                            ),
+                        )
                     raise _Refused(
                         "unsafe-expression",
                         msg("the function {name} takes {n} argument(s)", name=name.lower(), n=arities[0]),

@@ -911,7 +911,9 @@ def test_choices_as_the_starter_prints_them(qid, right, wrong):
     assert result.code == "wrong" and not result.form_error
 
 
-@pytest.mark.parametrize("raw, names", [("B) 96", "option C"), ("(B) 768", "option D"), ("B) sixty-four", "option B's")])
+@pytest.mark.parametrize("raw, names", [
+    ("B) 96", "option C"), ("(B) 768", "option D"), ("B) sixty-four", "option B's"),
+])
 def test_a_letter_whose_text_is_another_option_is_not_guessed_at(raw, names):
     result = fails("mc_d_k", raw)
     assert result.form_error and result.code == "choice-contradicts"
@@ -969,6 +971,11 @@ def test_numpy_spacing_is_read_only_when_every_element_is_a_plain_number():
 def test_thousands_inside_function_arguments(raw, value):
     parsed = parse_answer(raw)
     assert isinstance(parsed, Number) and parsed.value == pytest.approx(value, rel=1e-12), raw
+
+
+def test_a_spaced_thousands_comma_in_a_one_argument_function_says_how_to_write_it():
+    result = fails("first_loss_v50257", "ln(50, 257)")
+    assert result.form_error and "ln(50,257)" in result.message and "ln(50257)" in result.message
 
 
 def test_thousands_in_arguments_graded():
