@@ -133,7 +133,7 @@ def starter_text(exercise: Exercise, student: str | None) -> str:
     lines = [
         f"# {exercise.title.en} / {exercise.title.zh_TW}",
         "# Write each answer after its '='. Numbers may be 4194304, 4_194_304, \"4,194,304\", "
-        "\"ln(100)\", \"2/3\"; lists as [..]; choices as a letter.",
+        "\"ln(100)\", \"2/3\"; lists and shapes as [2, 3], \"(2, 3)\" or \"2x3\"; choices as a letter.",
         f"# learner: {student}" if student else "# the default variant (no --student given)",
         "",
         "[answers]",
