@@ -34,7 +34,7 @@ from grader.jail.client import (
     read_submission_files,
 )
 from grader.jail.wire import Handle
-from grader.limits import CALL_FLOOR_SECONDS
+from grader.limits import CALL_FLOOR_SECONDS, JAIL_READY_SECONDS
 from grader.locale import Message, msg
 
 
@@ -180,7 +180,8 @@ class SubmissionSession:
         return self.jail
 
     def _ready(self, jail: Jail) -> None:
-        info = jail.wait_ready(self._timeout())
+        # the jail's start and the learner's imports: as long as a jail's start-up may take
+        info = jail.wait_ready(self._timeout(min(self.limits.call_seconds, JAIL_READY_SECONDS)))
         imports, missing = info.get("imports", {}), info.get("missing", {})
         # the learner's code ran before this reply was sent: check its shape before using it
         if not (
