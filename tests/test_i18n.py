@@ -250,7 +250,8 @@ def test_an_endless_loop_in_a_check_reaches_a_zh_tw_report_translated(tmp_path):
     if detail["id"].startswith("{what}; your code was in"):  # where the stack sample found it
         assert detail["params"]["function"] == "scaled_dot_product_attention", detail
         detail = detail["params"]["what"]
-    assert detail["id"] in ("{call} ran over its {seconds:g} s budget", "the submission used up its {seconds:.0f} s")
+    assert detail["id"] in ("{call} ran over its {seconds:g} s budget",
+                            "the submission used up its {seconds:.0f} s")
     zh = reports_in_zh(g)
     assert "超過了它的 2 秒時間預算" in zh or "逾時：提交的程式用完了 6 秒" in zh
     assert "ran over" not in zh and "your code was in" not in zh
