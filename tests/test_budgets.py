@@ -156,3 +156,13 @@ def test_a_call_is_budgeted_from_its_reference_counterpart():
     before = dict(budgets._seconds)
     budgets.for_call(0, {"module": "data", "path": ["make_xy"]}, [torch.arange(20, 40)], {})
     assert budgets._seconds == before
+
+
+def test_the_grader_asks_for_the_stack_on_the_signal_the_jail_listens_to():
+    import signal
+
+    from grader.jail import client
+
+    worker = (Path(client.__file__).with_name("worker.py")).read_text(encoding="utf-8")  # runs as a script
+    line = next(s for s in worker.splitlines() if s.startswith("STACK_SIGNAL = "))
+    assert eval(line.split("=", 1)[1].split("#")[0], {"signal": signal}) == client.STACK_SIGNAL
