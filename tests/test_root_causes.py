@@ -7,31 +7,47 @@ stand-in submission (fast: the runner's grouping logic), once in a real jail.
 """
 from __future__ import annotations
 
+import csv
+import io
+import json
+import xml.etree.ElementTree as ET
 from types import SimpleNamespace
 
+import jsonschema
 import pytest
+from gradebook_checks import Recorder, differences
 
-from grader.models import CheckResult
+from grader.limits import Limits
+from grader.models import CheckResult, Grade
 from grader.runner import needs_errors, root_causes, run_hidden_tests
+from grader.session import SubmissionSession
+from reports.class_report import render_class_html, summarize
+from reports.gradescope import schema as gradescope_schema
+from reports.render import render
+from reports.view import build_view
 
 HIDDEN = '''
-from grader.testkit import check
+from grader.testkit import check, fail
+
+def expect(got, want, what):
+    if got != want:
+        fail(f"{what} returned {got}; expected {want}", symptoms=["value-mismatch"], got=str(got))
 
 @check(points=2, rule="head-split", day=45, title="split and merge heads")
 def test_split_heads(submission):
-    assert submission.heads.split([1, 2, 3, 4], 2) == [[1, 2], [3, 4]]
+    expect(submission.heads.split([1, 2, 3, 4], 2), [[1, 2], [3, 4]], "split")
 
 @check(points=3, rule="head-split", day=45, title="multi-head sum", needs=("split-heads",))
 def test_multi_head(submission):
-    assert submission.heads.multi_head([1, 2, 3, 4], 2) == [3, 7]
+    expect(submission.heads.multi_head([1, 2, 3, 4], 2), [3, 7], "multi_head")
 
 @check(points=3, rule="causal-mask", day=45, title="causal multi-head", needs=("multi-head",))
 def test_causal_multi_head(submission):
-    assert submission.heads.causal([1, 2, 3, 4], 2) == [3, 10]
+    expect(submission.heads.causal([1, 2, 3, 4], 2), [3, 10], "causal")
 
 @check(points=1, rule="api-contract", day=45, title="no heads at all")
 def test_unrelated(submission):
-    assert submission.heads.version() == 1
+    expect(submission.heads.version(), 1, "version")
 '''
 
 CORRECT = '''
@@ -65,10 +81,9 @@ def module_of(source: str) -> SimpleNamespace:
     return SimpleNamespace(**{k: v for k, v in namespace.items() if not k.startswith("__")})
 
 
-@pytest.fixture
-def hidden(tmp_path):
-    folder = tmp_path / "hidden"
-    folder.mkdir()
+@pytest.fixture(scope="module")
+def hidden(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hidden")
     (folder / "test_heads.py").write_text(HIDDEN)
     return folder
 
@@ -158,3 +173,131 @@ def test_root_causes_of_a_diamond_are_each_root_once():
     results = [check("a", True)] + [check(x, False) for x in "bcd"]
     out = {c.id: c.caused_by for c in root_causes(results, needs)}
     assert out["d"] == ["b", "c"]
+
+
+def test_a_broken_split_in_a_real_jail_is_the_root_too(hidden, tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "heads.py").write_text(STRIDED_SPLIT)
+    session = SubmissionSession(sub, ["heads"], Limits())
+    try:
+        checks = {c.id: c for c in run_hidden_tests(hidden, session).results}
+    finally:
+        session.close()
+    assert checks["split-heads"].message == "split returned [[1, 3], [2, 4]]; expected [[1, 2], [3, 4]]"
+    assert checks["causal-multi-head"].caused_by == ["split-heads"] and checks["unrelated"].passed
+
+
+# -- the reports ----------------------------------------------------------------------------------
+
+ROOT_MESSAGE = "split returned [[1, 3], [2, 4]]; expected [[1, 2], [3, 4]]"
+OWN_MESSAGES = ("multi_head returned [4, 6]; expected [3, 7]", "causal returned [4, 10]; expected [3, 10]")
+
+
+@pytest.fixture(scope="module")
+def strided(hidden) -> Grade:
+    checks = list(graded(hidden, STRIDED_SPLIT).values())
+    return Grade(exercise="day45-attention", passed=False, score=sum(c.points for c in checks),
+                 max_score=sum(c.max_points for c in checks), checks=checks, student="learner-7")
+
+
+def test_the_text_report_shows_the_root_first_and_its_dependents_under_it(strided):
+    text = render(strided, "text")
+    assert text.count(ROOT_MESSAGE) == 1                          # the root's message, once
+    assert not any(m in text for m in OWN_MESSAGES)               # no message the root caused
+    first, root, dependents = (text.index(x) for x in ("Fix these first", ROOT_MESSAGE,
+                                                       "also failing because they build on"))
+    assert first < root < dependents < text.index("causal mask · day 45")   # before the groups
+    under = text[dependents:text.index("────", dependents)]
+    assert "multi-head sum" in under and "causal multi-head" in under and "no heads" not in under
+    words = " ".join(text.split())                               # as wrapped at 80 columns
+    assert words.count("also failing because it builds on “split and merge heads”: fix that first") == 2
+    assert "fix this first: 2 other failing check(s) build on it" in words
+    assert "0/3" in under                                         # points still shown per check
+
+
+def test_every_format_groups_the_failures_under_their_root(strided):
+    markdown = render(strided, "markdown")
+    assert markdown.index("## Fix these first") < markdown.index("## Checks by rule and day")
+    assert markdown.count("split returned") == 1 and not any(m in markdown for m in OWN_MESSAGES)
+
+    page = render(strided, "html")
+    assert page.index('id="root-causes"') < page.index('id="checks"')
+    assert page.count('data-caused-by="split-heads"') == 2
+    assert page.count("split returned") == 1                      # the dependents' own messages fold
+    assert all(m in page for m in OWN_MESSAGES) and page.count("<details><summary>its own message") == 2
+
+    suite = ET.fromstring(render(strided, "junit"))
+    cases = {c.get("name").split(":")[0]: c.find("failure") for c in suite.iter("testcase")}
+    hint = "also failing because it builds on “split and merge heads”: fix that first"
+    assert cases["multi-head"].get("message") == hint
+    assert "- multi-head sum\n- causal multi-head" in cases["split-heads"].text
+    assert cases["unrelated"] is None
+
+    data = json.loads(render(strided, "gradescope"))
+    jsonschema.Draft202012Validator(gradescope_schema()).validate(data)
+    tests = {t["extra_data"]["id"]: t for t in data["tests"]}
+    assert tests["causal-multi-head"]["output"].startswith("also failing because it builds on")
+    assert tests["causal-multi-head"]["extra_data"]["caused_by"] == ["split-heads"]
+    assert tests["causal-multi-head"]["score"] == 0 and tests["unrelated"]["score"] == 1
+    assert "Fix these first\n- “split and merge heads”: 2 other failing check(s)" in data["output"]
+
+    stored = json.loads(render(strided, "json"))
+    assert [c["caused_by"] for c in stored["checks"]] == [[], ["split-heads"], ["split-heads"], []]
+    [row] = csv.DictReader(io.StringIO(render(strided, "csv")))
+    assert row["root_causes"] == "split-heads" and row["score"] == "1"
+
+
+def test_the_learner_reads_it_in_taiwanese_mandarin(strided):
+    text = "".join(x.strip() for x in render(strided, "text", "zh-TW").split("\n"))
+    assert "請先修正這些" in text
+    assert "以下檢查也失敗了，因為它們建立在「split and merge heads」之上" in text
+    assert text.count("也失敗了，因為它建立在「split and merge heads」之上：請先修正那一項") == 2
+    for fmt in ("markdown", "html", "junit", "gradescope"):
+        assert "建立在「split and merge heads」之上" in render(strided, fmt, "zh-TW"), fmt
+
+
+def test_a_grade_stored_before_root_causes_reads_and_renders_as_it_did(strided):
+    old = strided.model_dump()
+    for c in old["checks"]:
+        del c["caused_by"]
+    back = Grade.model_validate(old)
+    assert all(c.caused_by == [] for c in back.checks)
+    text = render(back, "text")
+    assert "Fix these first" not in text and all(m in text for m in OWN_MESSAGES)
+
+
+def test_causes_a_report_cannot_show_leave_the_failure_as_it_is(strided):
+    """A cause naming a check that passed, no check at all, or itself (a stored grade made by
+    hand, or one whose checks changed) is no root: the failure shows its own message."""
+    checks = [c.model_copy(update={"caused_by": ["unrelated", "gone", c.id]}) for c in strided.checks]
+    text = render(strided.model_copy(update={"checks": checks}), "text")
+    assert "Fix these first" not in text and all(m in text for m in OWN_MESSAGES)
+    # a chain stored as it is (A caused by B caused by C): only C, the check with no cause, is a root
+    chain = [c.model_copy(update={"caused_by": {"multi-head": ["split-heads"], "causal-multi-head":
+                                                 ["multi-head"]}.get(c.id, [])}) for c in strided.checks]
+    view = build_view(strided.model_copy(update={"checks": chain}))
+    assert [r.check.id for r in view.root_causes] == ["split-heads"]
+    assert [d.id for d in view.root_causes[0].dependents] == ["multi-head"]
+
+
+def test_the_gradebook_keeps_the_root_causes(strided, tmp_path):
+    recorder = Recorder(str(tmp_path / "gradebook.db"))
+    try:
+        back = recorder.round_trip(strided)
+    finally:
+        recorder.book.close()
+    assert differences(back, strided) == []
+    assert back.checks[2].caused_by == ["split-heads"]
+
+
+def test_the_class_report_counts_the_most_frequent_root_causes(strided, hidden):
+    wrong_sum = list(graded(hidden, CORRECT.replace("[sum(h) for h", "[max(h) for h")).values())
+    other = strided.model_copy(update={"checks": wrong_sum, "student": "learner-8"})
+    summary = summarize([strided, strided, other])
+    assert [(r.id, r.count, r.dependents) for r in summary.root_causes] == [("split-heads", 2, 4),
+                                                                           ("multi-head", 1, 1)]
+    page = render_class_html([strided, other])
+    assert ('data-check="split-heads" data-exercise="day45-attention" data-count="1" '
+            'data-dependents="2"') in page
+    assert "Most frequent root causes" in page
