@@ -438,7 +438,15 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
     root_order = [root_causes[id(c)] for c in grade.checks if id(c) in root_causes]
 
     diagnoses = []
-    for d in grade.diagnosis:
+    # the diagnoses of root causes and lone failures first, then those of checks that fail
+    # because of them; a known bug that several checks found is named once, by the first
+    dependent_ids = {c.id for c in grade.checks if id(c) in causes}
+    named_bugs: set[tuple] = set()
+    for d in sorted(grade.diagnosis, key=lambda d: d.check in dependent_ids):
+        if d.mutant:
+            if (d.rule, d.day, d.mutant) in named_bugs:
+                continue
+            named_bugs.add((d.rule, d.day, d.mutant))
         check = by_id.get(d.check or "")
         diagnoses.append(
             DiagnosisView(

@@ -18,7 +18,7 @@ import pytest
 from gradebook_checks import Recorder, differences
 
 from grader.limits import Limits
-from grader.models import CheckResult, Grade
+from grader.models import CheckResult, Diagnosis, Grade
 from grader.runner import needs_errors, root_causes, run_hidden_tests
 from grader.session import SubmissionSession
 from reports.class_report import render_class_html, summarize
@@ -301,3 +301,19 @@ def test_the_class_report_counts_the_most_frequent_root_causes(strided, hidden):
     assert ('data-check="split-heads" data-exercise="day45-attention" data-count="1" '
             'data-dependents="2"') in page
     assert "Most frequent root causes" in page
+
+
+def test_a_known_bug_found_by_several_checks_is_named_once_the_roots_first(strided):
+    def found(check, mutant, text):
+        return Diagnosis(rule="head-split", day=45, mutant=mutant, check=check, message=text)
+
+    grade = strided.model_copy(update={"diagnosis": [
+        found("causal-multi-head", "head-split-no-transpose", "found again, by the causal step"),
+        found("multi-head", "merge-heads-no-transpose", "merge_heads mixes positions"),
+        found("split-heads", "head-split-no-transpose", "split_heads mixes positions"),
+    ]})
+    view = build_view(grade)
+    assert [d.message for d in view.diagnoses] == ["split_heads mixes positions",
+                                                  "merge_heads mixes positions"]
+    assert " ".join(render(grade, "text").split()).count("mixes positions") == 2
+    assert len(json.loads(render(grade, "json"))["diagnosis"]) == 3          # the data keeps all
