@@ -325,11 +325,13 @@ def fmt_points(x: float) -> str:
 
 def root_causes_of(checks: list[CheckResult]) -> dict[int, list[CheckResult]]:
     """id(failed check) -> the failed checks of the grade it is caused by (its `caused_by` that
-    name one; the first of each id). Only a check with no cause of its own is a root, so a grade
-    whose causes chain (stored by hand, or cut by visibility) still shows each failure once."""
+    name one with a message; the first of each id). Only a check with no cause of its own is a
+    root, so a grade whose causes chain (stored by hand) still shows each failure once."""
+    # a check whose details a learner may not see yet (policy.visible_view: no message) shows
+    # only its title and result: it is no root, and is listed under none
     failed: dict[str, CheckResult] = {}
     for c in checks:
-        if not c.passed:
+        if not c.passed and c.message:
             failed.setdefault(c.id, c)
     named = {
         id(c): [failed[r] for r in dict.fromkeys(c.caused_by) if r in failed and r != c.id]
@@ -338,7 +340,7 @@ def root_causes_of(checks: list[CheckResult]) -> dict[int, list[CheckResult]]:
     dependent = {id(c) for c in failed.values() if named[id(c)]}
     out = {}
     for c in checks:
-        if c.passed or failed[c.id] is not c:
+        if failed.get(c.id) is not c:
             continue
         roots = [r for r in named[id(c)] if id(r) not in dependent]
         if roots:

@@ -317,3 +317,19 @@ def test_a_known_bug_found_by_several_checks_is_named_once_the_roots_first(strid
                                                   "merge_heads mixes positions"]
     assert " ".join(render(grade, "text").split()).count("mixes positions") == 2
     assert len(json.loads(render(grade, "json"))["diagnosis"]) == 3          # the data keeps all
+
+
+def test_a_root_whose_details_are_not_shown_yet_leaves_its_dependents_their_messages(strided):
+    """The server shows a check whose visibility has not applied by its title and result only
+    (grader.service.policy.visible_view): it is no root then, and listed under none."""
+    def hidden_details(c):
+        return CheckResult.model_validate({**c.model_dump(), "message": "", "message_id": None,
+                                           "message_params": {}, "symptoms": [], "evidence": {}})
+
+    root_hidden = [hidden_details(c) if c.id == "split-heads" else c for c in strided.checks]
+    text = render(strided.model_copy(update={"checks": root_hidden}), "text")
+    assert "Fix these first" not in text and "builds on" not in text
+    assert all(m in " ".join(text.split()) for m in OWN_MESSAGES)
+    one_hidden = [hidden_details(c) if c.id == "multi-head" else c for c in strided.checks]
+    [root] = build_view(strided.model_copy(update={"checks": one_hidden})).root_causes
+    assert [d.id for d in root.dependents] == ["causal-multi-head"]
