@@ -11,6 +11,7 @@ import re
 
 import torch
 import torch.nn.functional as F
+from hypothesis import strategies as st
 
 import reference_model as ref
 from grader.testkit import (
@@ -18,11 +19,13 @@ from grader.testkit import (
     LearnerError,
     as_tensor,
     check,
+    conditioned_tolerance,
     construct,
     expect_close,
     expect_dtype,
     expect_raises,
     expect_shape,
+    explore,
     fail,
     is_close,
     judge_probe,
@@ -130,18 +133,22 @@ def same(a, b, tol) -> bool:
 
 
 def expect_close_or_diagnose(got, expected, what, *, rule, day, variants, reduction=1, hint="",
-                             nan_symptom="value-mismatch"):
-    """expect_close, but a mismatch that reproduces a known bug says which bug it is."""
+                             nan_symptom="value-mismatch", tol=None):
+    """expect_close, but a mismatch that reproduces a known bug says which bug it is.
+
+    tol: the conditioned tolerance where the input's magnitude matters; else today's rule."""
     got = expect_shape(got, expected.shape, what)
-    tol = tolerance(torch.float32, reduction)          # every input here is float32
+    if tol is None:
+        tol = tolerance(torch.float32, reduction)      # every input here is float32
     if is_close(got, expected, tol) or not torch.isfinite(got).all():
         return expect_close(got, expected, what, dtype=torch.float32, reduction=reduction,
-                            hint=hint, nan_symptom=nan_symptom)
+                            hint=hint, nan_symptom=nan_symptom, tol=tol)
     found = diagnose(got, variants, tol, day, rule)
     if found:
         fail(msg("{what} differs from the expected result: {finding}", what=what,
                  finding=found[0]["message"]), symptoms=["value-mismatch"], diagnosis=found)
-    return expect_close(got, expected, what, dtype=torch.float32, reduction=reduction, hint=hint)
+    return expect_close(got, expected, what, dtype=torch.float32, reduction=reduction, hint=hint,
+                        tol=tol)
 
 
 # -- LayerNorm and RMSNorm (day 46) ------------------------------------------------------------------
@@ -158,44 +165,79 @@ def layernorm_eps_outside(x, weight, bias, eps):
     return y if bias is None else y + bias
 
 
-LAYERNORM_CASES = [  # (input shape, eps or None for the default, input scale, input shift)
-    ((4, 8), None, 1.0, 0.0),
-    ((2, 3, 16), None, 2.0, 3.0),
-    ((1, 1, 4), None, 1.0, -1.0),      # d = 4: unbiased variance is 4/3 of the biased one
-    ((3, 5, 64), None, 0.01, 0.0),     # variance 1e-4: the default eps = 1e-5 shows
-    ((2, 6, 12), 0.5, 0.5, 0.0),       # a large eps, inside the square root
+# The norms' input space: batch dims 0-3 before d (odd or even, d = 1 too), the default or another
+# eps, magnitudes from where eps shows (0.01) to large (1000), and means up to 8 standard
+# deviations from 0, where float32 cancels digits in x - mean (more in E[x^2] - E[x]^2, a correct
+# formulation learners write): the tolerance follows that conditioning. Means far beyond 8 sigma
+# would fail E[x^2] - E[x]^2 on rounding alone, which no check here is about.
+NORM_INPUTS = st.fixed_dictionaries({
+    "shape": st.tuples(st.lists(st.integers(1, 3), max_size=3), st.integers(1, 33)).map(
+        lambda dims: (*dims[0], dims[1])),
+    "eps": st.sampled_from([None, 1e-6, 1e-3, 0.5]),
+    "scale": st.sampled_from([1.0, 0.01, 1000.0]),
+    "mean": st.sampled_from([0.0, 1.5, -8.0]),            # in units of the scale
+    "seed": st.integers(0, 999),
+})
+
+
+def norm_case(shape, eps=None, scale=1.0, mean=0.0, seed=0):
+    return dict(shape=shape, eps=eps, scale=scale, mean=mean, seed=seed)
+
+
+LAYERNORM_CASES = [
+    norm_case((4, 8)),
+    norm_case((2, 3, 16), scale=2.0, mean=1.5, seed=1),
+    norm_case((1, 1, 4), mean=-1.0, seed=2),       # d = 4: unbiased variance is 4/3 of the biased one
+    norm_case((3, 5, 64), scale=0.01, seed=3),     # variance 1e-4: the default eps = 1e-5 shows
+    norm_case((2, 6, 12), eps=0.5, scale=0.5, seed=4),   # a large eps, inside the square root
 ]
+
+
+def norm_pair(submission, name: str, case: dict, **kwargs):
+    """The reference norm `name` and the learner's, with the same random weights, and the input."""
+    d = case["shape"][-1]
+    kw = dict(kwargs, **({} if case["eps"] is None else {"eps": case["eps"]}))
+    reference, learner = pair(submission, getattr(ref, name)(d, **kw),
+                              construct(getattr(submission.norms, name), d, **kw), seed=case["seed"])
+    x = randn(*case["shape"], seed=100 + case["seed"], scale=case["scale"],
+              shift=case["mean"] * case["scale"])
+    module = f"{name}({', '.join([str(d)] + [f'{k}={v}' for k, v in kw.items()])})"
+    return reference.double(), learner, x, msg("{module} on x of shape {shape}", module=module,
+                                               shape=case["shape"])
+
+
+def layernorm_agrees(submission, case: dict, **kwargs):
+    reference, learner, x, what = norm_pair(submission, "LayerNorm", case, **kwargs)
+    d = x.shape[-1]
+    w = reference.weight.detach()
+    b = None if reference.bias is None else reference.bias.detach()
+    e = reference.eps
+    expect_close_or_diagnose(
+        learner(x), reference(x.double()), what, rule="normalization", day=NORM_DAY, reduction=d,
+        tol=conditioned_tolerance(reference, [x], torch.float32, reduction=d),
+        variants={
+            "unbiased-variance": (layernorm_unbiased(x.double(), w, b, e),
+                msg("your variance divides by d - 1 (torch.var's default, unbiased=True). "
+                    "LayerNorm uses the biased (population) variance: mean((x - mean)^2) over "
+                    "the last dim, i.e. x.var(-1, unbiased=False).")),
+            "eps-outside-sqrt": (layernorm_eps_outside(x.double(), w, b, e),
+                msg("eps is added to the standard deviation; it belongs inside the square "
+                    "root: (x - mean) / sqrt(var + eps).")),
+        },
+        hint=msg("y = (x - mean) / sqrt(var + eps) * weight + bias over the last dim, with the "
+                 "biased variance mean((x - mean)^2) and eps (default 1e-5) inside the sqrt."))
 
 
 @check(points=3, rule="normalization", day=NORM_DAY, title="LayerNorm matches the reference")
 def test_layernorm_matches_reference(submission):
-    for seed, (shape, eps, scale, shift) in enumerate(LAYERNORM_CASES):
-        d = shape[-1]
-        kw = {} if eps is None else {"eps": eps}
-        reference, learner = pair(submission, ref.LayerNorm(d, **kw),
-                                  construct(submission.norms.LayerNorm, d, **kw), seed)
-        x = randn(*shape, seed=10 + seed, scale=scale, shift=shift)
-        e = reference.eps
-        w, b = reference.weight.detach().double(), reference.bias.detach().double()
-        expect_close_or_diagnose(
-            learner(x), reference.double()(x.double()),
-            msg("{module} on x of shape {shape}",
-                module=f"LayerNorm({d}{', eps=' + str(eps) if eps is not None else ''})", shape=shape),
-            rule="normalization", day=NORM_DAY, reduction=d,
-            variants={
-                "unbiased-variance": (layernorm_unbiased(x.double(), w, b, e),
-                    msg("your variance divides by d - 1 (torch.var's default, unbiased=True). "
-                        "LayerNorm uses the biased (population) variance: mean((x - mean)^2) over "
-                        "the last dim, i.e. x.var(-1, unbiased=False).")),
-                "eps-outside-sqrt": (layernorm_eps_outside(x.double(), w, b, e),
-                    msg("eps is added to the standard deviation; it belongs inside the square "
-                        "root: (x - mean) / sqrt(var + eps).")),
-            },
-            hint=msg("y = (x - mean) / sqrt(var + eps) * weight + bias over the last dim, with the "
-                     "biased variance mean((x - mean)^2) and eps (default 1e-5) inside the sqrt."))
+    for case in LAYERNORM_CASES:
+        layernorm_agrees(submission, case)
+    explore(NORM_INPUTS, lambda case: layernorm_agrees(submission, case), examples=25,
+            what="LayerNorm")
 
 
-@check(points=1, rule="normalization", day=NORM_DAY, title="LayerNorm(bias=False) has no bias")
+@check(points=1, rule="normalization", day=NORM_DAY, title="LayerNorm(bias=False) has no bias",
+       needs=("layernorm-matches-reference",))
 def test_layernorm_without_bias(submission):
     d = 12
     learner = construct(submission.norms.LayerNorm, d, bias=False)
@@ -212,11 +254,9 @@ def test_layernorm_without_bias(submission):
                  "['weight']. With bias=False set self.bias = None instead of creating an "
                  "nn.Parameter.", d=d, names=str(names)),
              got=names)
-    reference, learner = pair(submission, ref.LayerNorm(d, bias=False), learner, seed=7)
-    x = randn(3, 4, d, seed=8, shift=1.0)
-    expect_close(learner(x), reference.double()(x.double()), f"LayerNorm({d}, bias=False)",
-                 dtype=torch.float32, reduction=d,
-                 hint=msg("Without a bias: y = (x - mean) / sqrt(var + eps) * weight."))
+    layernorm_agrees(submission, norm_case((3, 4, d), mean=1.0, seed=7), bias=False)
+    explore(NORM_INPUTS, lambda case: layernorm_agrees(submission, case, bias=False), examples=10,
+            what="LayerNorm(bias=False)")
 
 
 def rmsnorm_subtracting_mean(x, weight, eps):
@@ -224,29 +264,31 @@ def rmsnorm_subtracting_mean(x, weight, eps):
     return c / torch.sqrt(c.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
+RMSNORM_CASES = [norm_case((4, 8), mean=1.5), norm_case((2, 3, 16), scale=2.0, mean=-1.0, seed=1),
+                 norm_case((1, 1, 4), mean=1.0, seed=2),
+                 norm_case((2, 5, 32), eps=0.5, scale=0.3, mean=0.7, seed=3)]
+
+
+def rmsnorm_agrees(submission, case: dict):
+    reference, learner, x, what = norm_pair(submission, "RMSNorm", case)
+    d = x.shape[-1]
+    expect_close_or_diagnose(
+        learner(x), reference(x.double()), what, rule="normalization", day=NORM_DAY, reduction=d,
+        tol=conditioned_tolerance(reference, [x], torch.float32, reduction=d),
+        variants={"rmsnorm-subtracts-mean": (
+            rmsnorm_subtracting_mean(x.double(), reference.weight.detach(), reference.eps),
+            msg("your RMSNorm subtracts the mean first, which makes it a LayerNorm without "
+                "bias. RMSNorm divides x itself by its root mean square: "
+                "x / sqrt(mean(x^2) + eps) * weight."))},
+        hint=msg("y = x / sqrt(mean(x^2) + eps) * weight over the last dim: no mean "
+                 "subtraction, no bias."))
+
+
 @check(points=2, rule="normalization", day=NORM_DAY, title="RMSNorm matches the reference")
 def test_rmsnorm_matches_reference(submission):
-    cases = [((4, 8), None, 1.0, 1.5), ((2, 3, 16), None, 2.0, -2.0), ((1, 1, 4), None, 1.0, 1.0),
-             ((2, 5, 32), 0.5, 0.3, 0.2)]
-    for seed, (shape, eps, scale, shift) in enumerate(cases):
-        d = shape[-1]
-        kw = {} if eps is None else {"eps": eps}
-        reference, learner = pair(submission, ref.RMSNorm(d, **kw), construct(submission.norms.RMSNorm, d, **kw),
-                                  seed=20 + seed)
-        x = randn(*shape, seed=30 + seed, scale=scale, shift=shift)   # a nonzero mean on purpose
-        expect_close_or_diagnose(
-            learner(x), reference.double()(x.double()),
-            msg("{module} on x of shape {shape}",
-                module=f"RMSNorm({d}{', eps=' + str(eps) if eps is not None else ''})", shape=shape),
-            rule="normalization", day=NORM_DAY, reduction=d,
-            variants={"rmsnorm-subtracts-mean": (
-                rmsnorm_subtracting_mean(x.double(), reference.weight.detach().double(),
-                                         reference.eps),
-                msg("your RMSNorm subtracts the mean first, which makes it a LayerNorm without "
-                    "bias. RMSNorm divides x itself by its root mean square: "
-                    "x / sqrt(mean(x^2) + eps) * weight."))},
-            hint=msg("y = x / sqrt(mean(x^2) + eps) * weight over the last dim: no mean "
-                     "subtraction, no bias."))
+    for case in RMSNORM_CASES:                     # a nonzero mean on purpose
+        rmsnorm_agrees(submission, case)
+    explore(NORM_INPUTS, lambda case: rmsnorm_agrees(submission, case), examples=20, what="RMSNorm")
 
 
 # -- positions (day 48) ------------------------------------------------------------------------------
@@ -261,36 +303,55 @@ def sinusoidal_swapped(T, d):
     return torch.stack([pe[:, 1::2], pe[:, 0::2]], dim=-1).flatten(-2)
 
 
+SINUSOIDAL_INPUTS = st.fixed_dictionaries({"T": st.integers(1, 80),     # T = 1, odd and even T
+                                           "d": st.integers(1, 48).map(lambda half: 2 * half)})
+
+
+def sinusoidal_agrees(submission, case: dict):
+    T, d = case["T"], case["d"]
+    # sin's argument p / 10000^(2i/d) reaches T radians, so its rounding error grows like
+    # eps * T: the tolerance rule's sqrt(reduction) with reduction = T^2.
+    expect_close_or_diagnose(
+        submission.positions.sinusoidal_positions(T, d), ref.sinusoidal_positions(T, d).double(),
+        f"sinusoidal_positions(T={T}, d={d})", rule="positional-encoding", day=POSITIONS_DAY,
+        reduction=T * T,
+        variants={
+            "sincos-concatenated": (sinusoidal_concatenated(T, d),
+                msg("you return [all sines | all cosines]. The features are interleaved: "
+                    "PE[p, 2i] = sin(...) in the even columns, PE[p, 2i+1] = cos(...) in the "
+                    "odd ones, i.e. pe[:, 0::2] = sin, pe[:, 1::2] = cos.")),
+            "sincos-swapped": (sinusoidal_swapped(T, d),
+                msg("sine and cosine are swapped: sin goes in the even columns (2i), cos in "
+                    "the odd ones (2i + 1).")),
+        },
+        hint=msg("PE[p, 2i] = sin(p / 10000^(2i/d)) and PE[p, 2i+1] = cos(p / 10000^(2i/d)); "
+                 "pair i shares one frequency."))
+
+
 @check(points=2, rule="positional-encoding", day=POSITIONS_DAY, title="sinusoidal positions")
 def test_sinusoidal_positions(submission):
     for T, d in [(1, 2), (16, 32), (7, 6), (50, 64), (3, 128)]:
-        # sin's argument p / 10000^(2i/d) reaches T radians, so its rounding error grows like
-        # eps * T: the tolerance rule's sqrt(reduction) with reduction = T^2.
-        expect_close_or_diagnose(
-            submission.positions.sinusoidal_positions(T, d), ref.sinusoidal_positions(T, d).double(),
-            f"sinusoidal_positions(T={T}, d={d})", rule="positional-encoding", day=POSITIONS_DAY,
-            reduction=T * T,
-            variants={
-                "sincos-concatenated": (sinusoidal_concatenated(T, d),
-                    msg("you return [all sines | all cosines]. The features are interleaved: "
-                        "PE[p, 2i] = sin(...) in the even columns, PE[p, 2i+1] = cos(...) in the "
-                        "odd ones, i.e. pe[:, 0::2] = sin, pe[:, 1::2] = cos.")),
-                "sincos-swapped": (sinusoidal_swapped(T, d),
-                    msg("sine and cosine are swapped: sin goes in the even columns (2i), cos in "
-                        "the odd ones (2i + 1).")),
-            },
-            hint=msg("PE[p, 2i] = sin(p / 10000^(2i/d)) and PE[p, 2i+1] = cos(p / 10000^(2i/d)); "
-                     "pair i shares one frequency."))
+        sinusoidal_agrees(submission, {"T": T, "d": d})
+    explore(SINUSOIDAL_INPUTS, lambda case: sinusoidal_agrees(submission, case), examples=12,
+            what="sinusoidal_positions")
+
+
+def sinusoidal_rejects(submission, case: dict):
+    T, d = case["T"], case["d"]
+    exc = expect_raises(lambda: submission.positions.sinusoidal_positions(T, d), "ValueError",
+                        f"sinusoidal_positions(T={T}, d={d})",
+                        hint=msg("Each (sin, cos) pair takes two features, so d must be even."))
+    if not re.search(rf"\bd\b|\b{d}\b|dim", exc.learner_message, re.IGNORECASE):
+        fail(msg("the ValueError should say which argument is wrong (d, and its value), got: "
+                 "{message}", message=repr(exc.learner_message)))
 
 
 @check(points=1, rule="api-contract", day=POSITIONS_DAY, title="sinusoidal positions need an even d")
 def test_sinusoidal_rejects_odd_d(submission):
-    exc = expect_raises(lambda: submission.positions.sinusoidal_positions(4, 5), "ValueError",
-                        "sinusoidal_positions(T=4, d=5)",
-                        hint=msg("Each (sin, cos) pair takes two features, so d must be even."))
-    if not re.search(r"\bd\b|\b5\b|dim", exc.learner_message, re.IGNORECASE):
-        fail(msg("the ValueError should say which argument is wrong (d, and its value), got: "
-                 "{message}", message=repr(exc.learner_message)))
+    sinusoidal_rejects(submission, {"T": 4, "d": 5})
+    odd = st.fixed_dictionaries({"T": st.integers(1, 9), "d": st.integers(0, 15).map(lambda h: 2 * h + 1)})
+    explore(odd, lambda case: sinusoidal_rejects(submission, case), examples=5,
+            what="sinusoidal_positions")
 
 
 def rope_half_split(x, positions, theta):
@@ -301,41 +362,58 @@ def rope_half_split(x, positions, theta):
     return torch.cat([x0 * angle.cos() - x1 * angle.sin(), x0 * angle.sin() + x1 * angle.cos()], -1)
 
 
-ROPE_CASES = [  # (shape of x, positions or None, theta or None for the default)
-    ((5, 8), None, None),
-    ((2, 3, 7, 16), None, None),                             # (B, h, T, d_k), as inside attention
-    ((2, 6, 32), [3, 7, 0, 12, 100, 63], None),               # explicit positions, any order
-    ((1, 2, 4, 10), [5, 6, 7, 8], None),                      # a shifted window
-    ((4, 12), None, 500.0),                                  # another theta
+ROPE_CASES = [  # x of that shape, positions (None: the default), theta (None: the default)
+    dict(shape=(5, 8), positions=None, theta=None, seed=0),
+    dict(shape=(2, 3, 7, 16), positions=None, theta=None, seed=1),    # (B, h, T, d_k), as in attention
+    dict(shape=(2, 6, 32), positions=[3, 7, 0, 12, 100, 63], theta=None, seed=2),   # any order
+    dict(shape=(1, 2, 4, 10), positions=[5, 6, 7, 8], theta=None, seed=3),          # a shifted window
+    dict(shape=(4, 12), positions=None, theta=500.0, seed=4),                       # another theta
 ]
+
+
+@st.composite
+def rope_inputs(draw):
+    """x (..., T, d) with 0-3 batch dims, T = 1 or more, d even; default or given positions and theta."""
+    dims = draw(st.lists(st.integers(1, 3), max_size=3))
+    T, d = draw(st.integers(1, 9)), 2 * draw(st.integers(1, 12))
+    positions = draw(st.none() | st.lists(st.integers(0, 200), min_size=T, max_size=T))
+    return dict(shape=(*dims, T, d), positions=positions,
+                theta=draw(st.sampled_from([None, 500.0, 1e6])), seed=draw(st.integers(0, 999)))
+
+
+def rope_agrees(submission, case: dict):
+    shape, positions, theta = case["shape"], case["positions"], case["theta"]
+    x = randn(*shape, seed=40 + case["seed"])
+    T = shape[-2]
+    pos = None if positions is None else torch.tensor(positions)
+    kw = {} if pos is None else {"positions": pos}
+    if theta is not None:
+        kw["theta"] = theta
+    got = submission.positions.apply_rope(x, **kw)
+    p = torch.arange(T) if pos is None else pos
+    largest = int(p.abs().max()) + 1
+    what = msg("apply_rope(x of shape {shape}{arguments})", shape=shape,
+               arguments=(f", positions={positions}" if positions is not None else "")
+               + (f", theta={theta}" if theta is not None else ""))
+    expect_close_or_diagnose(
+        got, ref.apply_rope(x.double(), pos, **({"theta": theta} if theta else {})), what,
+        rule="positional-encoding", day=POSITIONS_DAY,
+        reduction=largest * largest,   # the angle reaches `largest` radians, as for sin above
+        variants={"rope-half-split": (rope_half_split(x.double(), p, theta or 10000.0),
+            msg("you rotate the pairs (x[i], x[i + d/2]) (the 'rotate_half' layout of some "
+                "libraries). The exercise's RoPE rotates adjacent pairs (x[2i], x[2i+1]): "
+                "x0, x1 = x[..., 0::2], x[..., 1::2]."))},
+        hint=msg("Pair i = (x[..., 2i], x[..., 2i+1]) rotates by a = p * theta^(-2i/d): "
+                 "(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a), with p from "
+                 "`positions` (default arange(T))."))
 
 
 @check(points=3, rule="positional-encoding", day=POSITIONS_DAY, title="RoPE rotates each pair")
 def test_apply_rope(submission):
-    for seed, (shape, positions, theta) in enumerate(ROPE_CASES):
-        x = randn(*shape, seed=40 + seed)
-        T = shape[-2]
-        pos = None if positions is None else torch.tensor(positions)
-        kw = {} if pos is None else {"positions": pos}
-        if theta is not None:
-            kw["theta"] = theta
-        got = submission.positions.apply_rope(x, **kw)
-        p = torch.arange(T) if pos is None else pos
-        largest = int(p.abs().max()) + 1
-        what = msg("apply_rope(x of shape {shape}{arguments})", shape=shape,
-                   arguments=(f", positions={positions}" if positions is not None else "")
-                   + (f", theta={theta}" if theta is not None else ""))
-        expect_close_or_diagnose(
-            got, ref.apply_rope(x.double(), pos, **({"theta": theta} if theta else {})), what,
-            rule="positional-encoding", day=POSITIONS_DAY,
-            reduction=largest * largest,   # the angle reaches `largest` radians, as for sin above
-            variants={"rope-half-split": (rope_half_split(x.double(), p, theta or 10000.0),
-                msg("you rotate the pairs (x[i], x[i + d/2]) (the 'rotate_half' layout of some "
-                    "libraries). The exercise's RoPE rotates adjacent pairs (x[2i], x[2i+1]): "
-                    "x0, x1 = x[..., 0::2], x[..., 1::2]."))},
-            hint=msg("Pair i = (x[..., 2i], x[..., 2i+1]) rotates by a = p * theta^(-2i/d): "
-                     "(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a), with p from "
-                     "`positions` (default arange(T))."))
+    for case in ROPE_CASES:
+        rope_agrees(submission, case)
+    explore(rope_inputs(), lambda case: rope_agrees(submission, case), examples=15,
+            what="apply_rope")
 
 
 # -- attention, as the blocks use it (days 44-45) -----------------------------------------------------
@@ -345,63 +423,144 @@ def mha_pair(submission, d_model, n_head, bias, seed):
                 construct(submission.attention.MultiHeadAttention, d_model, n_head, bias=bias), seed)
 
 
-MHA_CASES = [(2, 5, 8, 2, True), (1, 1, 8, 1, False), (3, 7, 16, 4, False), (2, 6, 12, 3, True)]
+MHA_CASES = [dict(B=2, T=5, d_model=8, n_head=2, bias=True), dict(B=1, T=1, d_model=8, n_head=1, bias=False),
+             dict(B=3, T=7, d_model=16, n_head=4, bias=False), dict(B=2, T=6, d_model=12, n_head=3, bias=True)]
+
+
+@st.composite
+def mha_inputs(draw):
+    """x (B, T, d_model) with T = 1 or more, 1-4 heads of d_k = 1-5 features, with or without bias."""
+    n_head, d_k = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    return dict(B=draw(st.integers(1, 3)), T=draw(st.integers(1, 8)), d_model=n_head * d_k,
+                n_head=n_head, bias=draw(st.booleans()))
+
+
+def mha_agrees(submission, case: dict, seed: int):
+    B, T, d_model, h, bias = (case[k] for k in ("B", "T", "d_model", "n_head", "bias"))
+    reference, learner = mha_pair(submission, d_model, h, bias, seed=50 + seed)
+    x = randn(B, T, d_model, seed=seed)
+    expect_close(learner(x, causal=False), reference.double()(x.double(), causal=False),
+                 msg("{module} with causal=False",
+                     module=f"MultiHeadAttention(d_model={d_model}, n_head={h}, bias={bias})"),
+                 dtype=torch.float32, reduction=d_model, nan_symptom="nan-forward",
+                 hint=msg("Project with w_q, w_k, w_v, split into heads with view(B, T, h, d_k)"
+                          ".transpose(1, 2), attend per head, merge, project with w_o."))
 
 
 @check(points=2, rule="head-split", day=45, title="multi-head attention (no mask) matches day 45")
 def test_mha_matches_reference(submission):
-    for seed, (B, T, d_model, h, bias) in enumerate(MHA_CASES):
-        reference, learner = mha_pair(submission, d_model, h, bias, seed=50 + seed)
-        x = randn(B, T, d_model, seed=seed)
-        expect_close(learner(x, causal=False), reference.double()(x.double(), causal=False),
-                     msg("{module} with causal=False",
-                         module=f"MultiHeadAttention(d_model={d_model}, n_head={h}, bias={bias})"),
-                     dtype=torch.float32, reduction=d_model, nan_symptom="nan-forward",
-                     hint=msg("Project with w_q, w_k, w_v, split into heads with view(B, T, h, d_k)"
-                              ".transpose(1, 2), attend per head, merge, project with w_o."))
+    for seed, case in enumerate(MHA_CASES):
+        mha_agrees(submission, case, seed)
+    explore(mha_inputs(), lambda case: mha_agrees(submission, case, seed=7), examples=15,
+            what="MultiHeadAttention")
 
 
-@check(points=2, rule="causal-mask", day=44, title="causal multi-head attention matches day 45")
+def mha_causal_agrees(submission, case: dict, seed: int):
+    B, T, d_model, h, bias = (case[k] for k in ("B", "T", "d_model", "n_head", "bias"))
+    reference, learner = mha_pair(submission, d_model, h, bias, seed=60 + seed)
+    x = randn(B, T, d_model, seed=70 + seed)
+    what = msg("{module} with the default causal=True",
+               module=f"MultiHeadAttention(d_model={d_model}, n_head={h})")
+    got = expect_shape(learner(x), (B, T, d_model), what)     # causal=True is the default
+    reference.double()
+    # the diagonal-0 bug blocks each query's own key too: row 0 has no key left
+    diag0 = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
+    q, k, v = (ref.split_heads(w(x.double()), h)
+               for w in (reference.w_q, reference.w_k, reference.w_v))
+    y = ref.scaled_dot_product_attention(q, k, v, mask=diag0)
+    zero_row_zero = reference.w_o(ref.merge_heads(y))
+    if T > 1 and torch.isnan(got[:, 0]).all() and torch.isfinite(got[:, 1:]).all():
+        fail(msg("{what} is NaN at position 0: a mask built with torch.triu(..., diagonal=0) "
+                 "also blocks each token's own position, so query 0 has no key left and "
+                 "softmax of an all -inf row is NaN. Use diagonal=1: block key j > i only.",
+                 what=what),
+             symptoms=["nan-forward"],
+             diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "mask-diagonal-0",
+                         "message": msg("the causal mask uses diagonal=0 and blocks the "
+                                        "diagonal")}])
+    tol = tolerance(torch.float32, d_model)
+    if T > 1 and is_close(got, reference(x.double(), causal=False), tol):
+        fail(msg("{what} lets every token attend to the tokens after it: causal=True has no "
+                 "effect, so the future leaks into the past. Block key j > query i with "
+                 "torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1).", what=what),
+             symptoms=["future-leak"],
+             diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
+                         "message": msg("causal=True has no effect: future tokens leak")}])
+    expect_close_or_diagnose(
+        got, reference(x.double()), what, rule="causal-mask", day=44, reduction=d_model,
+        nan_symptom="nan-forward",
+        variants={"mask-diagonal-0": (zero_row_zero,
+            msg("your causal mask also blocks each token's own position (torch.triu(..., "
+                "diagonal=0)), so query 0 attends to nothing. Query i may attend to keys "
+                "0..i, itself included: use diagonal=1."))},
+        hint=msg("With causal=True, block key j > query i (torch.triu(ones(T, T), diagonal=1)) "
+                 "and nothing else."))
+
+
+@check(points=2, rule="causal-mask", day=44, title="causal multi-head attention matches day 45",
+       needs=("mha-matches-reference",))
 def test_mha_causal_matches_reference(submission):
-    for seed, (B, T, d_model, h, bias) in enumerate(MHA_CASES):
-        reference, learner = mha_pair(submission, d_model, h, bias, seed=60 + seed)
-        x = randn(B, T, d_model, seed=70 + seed)
-        what = msg("{module} with the default causal=True",
-                   module=f"MultiHeadAttention(d_model={d_model}, n_head={h})")
-        got = expect_shape(learner(x), (B, T, d_model), what)     # causal=True is the default
-        reference.double()
-        # the diagonal-0 bug blocks each query's own key too: row 0 has no key left
-        diag0 = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
-        q, k, v = (ref.split_heads(w(x.double()), h)
-                   for w in (reference.w_q, reference.w_k, reference.w_v))
-        y = ref.scaled_dot_product_attention(q, k, v, mask=diag0)
-        zero_row_zero = reference.w_o(ref.merge_heads(y))
-        if T > 1 and torch.isnan(got[:, 0]).all() and torch.isfinite(got[:, 1:]).all():
-            fail(msg("{what} is NaN at position 0: a mask built with torch.triu(..., diagonal=0) "
-                     "also blocks each token's own position, so query 0 has no key left and "
-                     "softmax of an all -inf row is NaN. Use diagonal=1: block key j > i only.",
-                     what=what),
-                 symptoms=["nan-forward"],
-                 diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "mask-diagonal-0",
-                             "message": msg("the causal mask uses diagonal=0 and blocks the "
-                                            "diagonal")}])
-        tol = tolerance(torch.float32, d_model)
-        if T > 1 and is_close(got, reference(x.double(), causal=False), tol):
-            fail(msg("{what} lets every token attend to the tokens after it: causal=True has no "
-                     "effect, so the future leaks into the past. Block key j > query i with "
-                     "torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1).", what=what),
-                 symptoms=["future-leak"],
-                 diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
-                             "message": msg("causal=True has no effect: future tokens leak")}])
-        expect_close_or_diagnose(
-            got, reference(x.double()), what, rule="causal-mask", day=44, reduction=d_model,
-            nan_symptom="nan-forward",
-            variants={"mask-diagonal-0": (zero_row_zero,
-                msg("your causal mask also blocks each token's own position (torch.triu(..., "
-                    "diagonal=0)), so query 0 attends to nothing. Query i may attend to keys "
-                    "0..i, itself included: use diagonal=1."))},
-            hint=msg("With causal=True, block key j > query i (torch.triu(ones(T, T), diagonal=1)) "
-                     "and nothing else."))
+    for seed, case in enumerate(MHA_CASES):
+        mha_causal_agrees(submission, case, seed)
+    explore(mha_inputs(), lambda case: mha_causal_agrees(submission, case, seed=7), examples=15,
+            what="MultiHeadAttention")
+
+
+@st.composite
+def half_attention_inputs(draw):
+    """q, k, v (..., T, d_k) in float16 or bfloat16 with 0-2 batch dims, causal, and a padding
+    mask that may block key 0 of the first sequence: its query 0 then has no key left."""
+    return dict(dtype=draw(st.sampled_from(["float16", "bfloat16"])),
+                dims=tuple(draw(st.lists(st.integers(1, 3), max_size=2))),
+                T=draw(st.integers(1, 8)), d_k=draw(st.integers(1, 16)),
+                fully_blocked=draw(st.booleans()), scale=draw(st.sampled_from([1.0, 4.0])),
+                seed=draw(st.integers(0, 999)))
+
+
+def half_attention_agrees(submission, case: dict):
+    dtype, dims, T = getattr(torch, case["dtype"]), case["dims"], case["T"]
+    q, k, v = (randn(*dims, T, case["d_k"], seed=case["seed"] + i, scale=case["scale"], dtype=dtype)
+               for i in range(3))
+    mask = torch.zeros(*dims, 1, T, dtype=torch.bool)              # (..., 1, T_k): padding
+    if case["fully_blocked"]:
+        mask.view(-1, T)[0, 0] = True               # first sequence: key 0 is padding
+    try:
+        got = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
+    except LearnerError as exc:
+        if exc.is_a("NotImplementedError"):
+            raise
+        fail(msg("attention in {dtype} raised {type}: {message}. A constant like -1e9 does not "
+                 "fit in float16 (its largest value is 65504); fill blocked scores with "
+                 "float('-inf') or torch.finfo(scores.dtype).min.", dtype=case["dtype"],
+                 type=exc.type_name, message=exc.learner_message),
+             symptoms=["fp16-overflow"])
+
+    def reference(q, k, v):
+        return ref.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
+
+    what = msg("causal attention in {dtype}", dtype=case["dtype"])
+    got = expect_dtype(expect_shape(got, q.shape, what), dtype, what)
+    bad = ~torch.isfinite(got.double())
+    if case["fully_blocked"] and bad.any() and not bad.view(-1, T, case["d_k"])[1:].any() \
+            and not bad.view(-1, T, case["d_k"])[0, 1:].any():
+        fail(msg("{what} is NaN for a query whose keys are all blocked (the mask blocks key 0, "
+                 "causal=True the rest): softmax of an all -inf row is 0/0. That query's output "
+                 "must be zeros: give such rows a zero max (or a zero sum guard) before dividing.",
+                 what=what),
+             symptoms=["nan-forward"])
+    expect_close(got, reference(q.double(), k.double(), v.double()), what, dtype=dtype,
+                 reduction=T, nan_symptom="fp16-overflow",
+                 tol=conditioned_tolerance(reference, [q, k, v], dtype, reduction=T),
+                 hint=msg("In half precision every masking constant must fit the dtype."))
+
+
+@check(points=2, rule="numerical-stability", day=45, title="attention in float16 and bfloat16")
+def test_attention_in_half_precision(submission):
+    for dtype in ("float16", "bfloat16"):
+        half_attention_agrees(submission, dict(dtype=dtype, dims=(2, 2), T=6, d_k=8, fully_blocked=True,
+                                               scale=2.0, seed=31))
+    explore(half_attention_inputs(), lambda case: half_attention_agrees(submission, case),
+            examples=12, what="scaled_dot_product_attention")
 
 
 # -- the MLP and the Pre-LN block (days 46-47) -----------------------------------------------------
