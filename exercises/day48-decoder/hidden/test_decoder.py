@@ -425,6 +425,119 @@ def test_apply_rope(submission):
 
 # -- attention, as the blocks use it (days 44-45) -----------------------------------------------------
 
+@st.composite
+def unequal_attention_inputs(draw):
+    """q (..., T_q, d_k) and k, v (..., T_k, d_k) with T_q and T_k drawn apart (T_q < T_k, as when
+    a few new queries attend to a cache, and T_q > T_k), 0-2 batch dims, with or without a
+    padding mask over the keys."""
+    return dict(dims=tuple(draw(st.lists(st.integers(1, 3), max_size=2))),
+                T_q=draw(st.integers(1, 7)), T_k=draw(st.integers(1, 7)), d_k=draw(st.integers(1, 8)),
+                padding=draw(st.booleans()), seed=draw(st.integers(0, 999)))
+
+
+def causal_unequal_agrees(submission, case: dict):
+    dims, T_q, T_k, d_k, seed = (case[k] for k in ("dims", "T_q", "T_k", "d_k", "seed"))
+    q = randn(*dims, T_q, d_k, seed=seed)
+    k, v = randn(*dims, T_k, d_k, seed=seed + 1), randn(*dims, T_k, d_k, seed=seed + 2)
+    mask = None
+    if case["padding"]:                      # the last key is padding for every query
+        mask = torch.zeros(*dims, 1, T_k, dtype=torch.bool)
+        mask[..., -1] = True
+    what = msg("causal attention with T_q={T_q} and T_k={T_k}", T_q=T_q, T_k=T_k)
+    got = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
+    bottom_right = torch.triu(torch.ones(T_q, T_k, dtype=torch.bool), diagonal=T_k - T_q + 1)
+    if mask is not None:
+        bottom_right = bottom_right | mask
+    diagonal_0 = torch.triu(torch.ones(T_q, T_k, dtype=torch.bool), diagonal=0)
+    if mask is not None:
+        diagonal_0 = diagonal_0 | mask
+    variants = {"mask-diagonal-0": (
+        ref.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask=diagonal_0),
+        msg("your causal mask also blocks each token's own position (torch.triu(..., "
+            "diagonal=0)), so query 0 attends to nothing. Query i may attend to keys "
+            "0..i, itself included: use diagonal=1."))}
+    if T_q > 1:     # with one query, bottom-right and a (T_q, T_q) mask both let it see every key
+        variants["causal-bottom-right"] = (
+            ref.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask=bottom_right),
+            msg("your causal mask is aligned bottom-right (key j blocked when j > i + T_k - T_q). "
+                "The contract aligns it top-left: query i may attend to keys 0..i, whatever T_k "
+                "is: torch.triu(torch.ones(T_q, T_k, dtype=torch.bool), diagonal=1)."))
+    expect_close_or_diagnose(
+        got, ref.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask=mask,
+                                              causal=True),
+        what, rule="causal-mask", day=44, reduction=T_k, nan_symptom="nan-forward", variants=variants,
+        hint=msg("With causal=True, query i may attend to keys 0..i only, whatever T_k is: block "
+                 "key j > i in a (T_q, T_k) mask, torch.triu(torch.ones(T_q, T_k), diagonal=1) "
+                 "(a (T_q, T_q) mask or one aligned bottom-right lets a query see later keys), "
+                 "combined with the mask: blocked if either blocks."))
+
+
+@check(points=2, rule="causal-mask", day=44, title="causal attention with T_q != T_k")
+def test_causal_attention_with_unequal_lengths(submission):
+    corners = [dict(dims=(2,), T_q=1, T_k=5, d_k=4, padding=False, seed=0),
+               dict(dims=(2,), T_q=3, T_k=6, d_k=4, padding=True, seed=1),
+               dict(dims=(2,), T_q=6, T_k=3, d_k=4, padding=False, seed=2)]
+    explore(unequal_attention_inputs(), lambda case: causal_unequal_agrees(submission, case),
+            corners=corners, examples=12, what="scaled_dot_product_attention")
+
+
+@st.composite
+def half_attention_inputs(draw):
+    """q, k, v (..., T, d_k) in float16 or bfloat16 with 0-2 batch dims, causal, and a padding
+    mask that may block key 0 of the first sequence: its query 0 then has no key left."""
+    return dict(dtype=draw(st.sampled_from(["float16", "bfloat16"])),
+                dims=tuple(draw(st.lists(st.integers(1, 3), max_size=2))),
+                T=draw(st.integers(1, 8)), d_k=draw(st.integers(1, 16)),
+                fully_blocked=draw(st.booleans()), scale=draw(st.sampled_from([1.0, 4.0])),
+                seed=draw(st.integers(0, 999)))
+
+
+def half_attention_agrees(submission, case: dict):
+    dtype, dims, T = getattr(torch, case["dtype"]), case["dims"], case["T"]
+    q, k, v = (randn(*dims, T, case["d_k"], seed=case["seed"] + i, scale=case["scale"], dtype=dtype)
+               for i in range(3))
+    mask = torch.zeros(*dims, 1, T, dtype=torch.bool)              # (..., 1, T_k): padding
+    if case["fully_blocked"]:
+        mask.view(-1, T)[0, 0] = True               # first sequence: key 0 is padding
+    try:
+        got = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
+    except LearnerError as exc:
+        if exc.is_a("NotImplementedError"):
+            raise
+        fail(msg("attention in {dtype} raised {type}: {message}. A constant like -1e9 does not "
+                 "fit in float16 (its largest value is 65504); fill blocked scores with "
+                 "float('-inf') or torch.finfo(scores.dtype).min.", dtype=case["dtype"],
+                 type=exc.type_name, message=exc.learner_message),
+             symptoms=["fp16-overflow"])
+
+    def reference(q, k, v):
+        return ref.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
+
+    what = msg("causal attention in {dtype}", dtype=case["dtype"])
+    got = expect_dtype(expect_shape(got, q.shape, what), dtype, what)
+    bad = ~torch.isfinite(got.double())
+    if case["fully_blocked"] and bad.any() and not bad.view(-1, T, case["d_k"])[1:].any() \
+            and not bad.view(-1, T, case["d_k"])[0, 1:].any():
+        fail(msg("{what} is NaN for a query whose keys are all blocked (the mask blocks key 0, "
+                 "causal=True the rest): softmax of an all -inf row is 0/0. That query's output "
+                 "must be zeros: give such rows a zero max (or a zero sum guard) before dividing.",
+                 what=what),
+             symptoms=["nan-forward"])
+    expect_close(got, reference(q.double(), k.double(), v.double()), what, dtype=dtype,
+                 reduction=T, nan_symptom="fp16-overflow",
+                 tol=lambda: conditioned_tolerance(reference, [q, k, v], dtype, reduction=T),
+                 hint=msg("In half precision every masking constant must fit the dtype."))
+
+
+@check(points=2, rule="numerical-stability", day=45, title="attention in float16 and bfloat16",
+       needs=("causal-attention-with-unequal-lengths",))
+def test_attention_in_half_precision(submission):
+    corners = [dict(dtype=dtype, dims=(2, 2), T=6, d_k=8, fully_blocked=True, scale=2.0, seed=31)
+               for dtype in ("float16", "bfloat16")]
+    explore(half_attention_inputs(), lambda case: half_attention_agrees(submission, case),
+            corners=corners, examples=10, what="scaled_dot_product_attention")
+
+
 def mha_pair(submission, d_model, n_head, bias, seed):
     return pair(submission, ref.MultiHeadAttention(d_model, n_head, bias=bias),
                 construct(submission.attention.MultiHeadAttention, d_model, n_head, bias=bias), seed)
@@ -505,115 +618,10 @@ def mha_causal_agrees(submission, case: dict):
 
 
 @check(points=2, rule="causal-mask", day=44, title="causal multi-head attention matches day 45",
-       needs=("mha-matches-reference",))
+       needs=("mha-matches-reference", "causal-attention-with-unequal-lengths"))
 def test_mha_causal_matches_reference(submission):
     explore(mha_inputs(), lambda case: mha_causal_agrees(submission, case), corners=MHA_CASES,
             examples=12, what="MultiHeadAttention")
-
-
-@st.composite
-def unequal_attention_inputs(draw):
-    """q (..., T_q, d_k) and k, v (..., T_k, d_k) with T_q and T_k drawn apart (T_q < T_k, as when
-    a few new queries attend to a cache, and T_q > T_k), 0-2 batch dims, with or without a
-    padding mask over the keys."""
-    return dict(dims=tuple(draw(st.lists(st.integers(1, 3), max_size=2))),
-                T_q=draw(st.integers(1, 7)), T_k=draw(st.integers(1, 7)), d_k=draw(st.integers(1, 8)),
-                padding=draw(st.booleans()), seed=draw(st.integers(0, 999)))
-
-
-def causal_unequal_agrees(submission, case: dict):
-    dims, T_q, T_k, d_k, seed = (case[k] for k in ("dims", "T_q", "T_k", "d_k", "seed"))
-    q = randn(*dims, T_q, d_k, seed=seed)
-    k, v = randn(*dims, T_k, d_k, seed=seed + 1), randn(*dims, T_k, d_k, seed=seed + 2)
-    mask = None
-    if case["padding"]:                      # the last key is padding for every query
-        mask = torch.zeros(*dims, 1, T_k, dtype=torch.bool)
-        mask[..., -1] = True
-    what = msg("causal attention with T_q={T_q} and T_k={T_k}", T_q=T_q, T_k=T_k)
-    got = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
-    bottom_right = torch.triu(torch.ones(T_q, T_k, dtype=torch.bool), diagonal=T_k - T_q + 1)
-    if mask is not None:
-        bottom_right = bottom_right | mask
-    variants = {}
-    if T_q > 1:     # with one query, bottom-right and a (T_q, T_q) mask both let it see every key
-        variants["causal-bottom-right"] = (
-            ref.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask=bottom_right),
-            msg("your causal mask is aligned bottom-right (key j blocked when j > i + T_k - T_q). "
-                "The contract aligns it top-left: query i may attend to keys 0..i, whatever T_k "
-                "is: torch.triu(torch.ones(T_q, T_k, dtype=torch.bool), diagonal=1)."))
-    expect_close_or_diagnose(
-        got, ref.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask=mask,
-                                              causal=True),
-        what, rule="causal-mask", day=44, reduction=T_k, nan_symptom="nan-forward", variants=variants,
-        hint=msg("With causal=True, query i may attend to keys 0..i only, whatever T_k is: block "
-                 "key j > i in a (T_q, T_k) mask, torch.triu(torch.ones(T_q, T_k), diagonal=1) "
-                 "(a (T_q, T_q) mask or one aligned bottom-right lets a query see later keys), "
-                 "combined with the mask: blocked if either blocks."))
-
-
-@check(points=2, rule="causal-mask", day=44, title="causal attention with T_q != T_k")
-def test_causal_attention_with_unequal_lengths(submission):
-    corners = [dict(dims=(2,), T_q=1, T_k=5, d_k=4, padding=False, seed=0),
-               dict(dims=(2,), T_q=3, T_k=6, d_k=4, padding=True, seed=1),
-               dict(dims=(2,), T_q=6, T_k=3, d_k=4, padding=False, seed=2)]
-    explore(unequal_attention_inputs(), lambda case: causal_unequal_agrees(submission, case),
-            corners=corners, examples=12, what="scaled_dot_product_attention")
-
-
-@st.composite
-def half_attention_inputs(draw):
-    """q, k, v (..., T, d_k) in float16 or bfloat16 with 0-2 batch dims, causal, and a padding
-    mask that may block key 0 of the first sequence: its query 0 then has no key left."""
-    return dict(dtype=draw(st.sampled_from(["float16", "bfloat16"])),
-                dims=tuple(draw(st.lists(st.integers(1, 3), max_size=2))),
-                T=draw(st.integers(1, 8)), d_k=draw(st.integers(1, 16)),
-                fully_blocked=draw(st.booleans()), scale=draw(st.sampled_from([1.0, 4.0])),
-                seed=draw(st.integers(0, 999)))
-
-
-def half_attention_agrees(submission, case: dict):
-    dtype, dims, T = getattr(torch, case["dtype"]), case["dims"], case["T"]
-    q, k, v = (randn(*dims, T, case["d_k"], seed=case["seed"] + i, scale=case["scale"], dtype=dtype)
-               for i in range(3))
-    mask = torch.zeros(*dims, 1, T, dtype=torch.bool)              # (..., 1, T_k): padding
-    if case["fully_blocked"]:
-        mask.view(-1, T)[0, 0] = True               # first sequence: key 0 is padding
-    try:
-        got = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
-    except LearnerError as exc:
-        if exc.is_a("NotImplementedError"):
-            raise
-        fail(msg("attention in {dtype} raised {type}: {message}. A constant like -1e9 does not "
-                 "fit in float16 (its largest value is 65504); fill blocked scores with "
-                 "float('-inf') or torch.finfo(scores.dtype).min.", dtype=case["dtype"],
-                 type=exc.type_name, message=exc.learner_message),
-             symptoms=["fp16-overflow"])
-
-    def reference(q, k, v):
-        return ref.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
-
-    what = msg("causal attention in {dtype}", dtype=case["dtype"])
-    got = expect_dtype(expect_shape(got, q.shape, what), dtype, what)
-    bad = ~torch.isfinite(got.double())
-    if case["fully_blocked"] and bad.any() and not bad.view(-1, T, case["d_k"])[1:].any() \
-            and not bad.view(-1, T, case["d_k"])[0, 1:].any():
-        fail(msg("{what} is NaN for a query whose keys are all blocked (the mask blocks key 0, "
-                 "causal=True the rest): softmax of an all -inf row is 0/0. That query's output "
-                 "must be zeros: give such rows a zero max (or a zero sum guard) before dividing.",
-                 what=what),
-             symptoms=["nan-forward"])
-    expect_close(got, reference(q.double(), k.double(), v.double()), what, dtype=dtype,
-                 reduction=T, nan_symptom="fp16-overflow",
-                 tol=lambda: conditioned_tolerance(reference, [q, k, v], dtype, reduction=T),
-                 hint=msg("In half precision every masking constant must fit the dtype."))
-
-
-@check(points=2, rule="numerical-stability", day=45, title="attention in float16 and bfloat16")
-def test_attention_in_half_precision(submission):
-    corners = [dict(dtype=dtype, dims=(2, 2), T=6, d_k=8, fully_blocked=True, scale=2.0, seed=31)
-               for dtype in ("float16", "bfloat16")]
-    explore(half_attention_inputs(), lambda case: half_attention_agrees(submission, case),
-            corners=corners, examples=10, what="scaled_dot_product_attention")
 
 
 # -- the MLP and the Pre-LN block (days 46-47) -----------------------------------------------------
