@@ -14,6 +14,19 @@ import numpy as np
 import pytest
 import torch
 
+from grader.explore import (  # noqa: F401  (re-exported for hidden tests)
+    FLOAT_DTYPES,
+    batch_dims,
+    conditioned_tolerance,
+    describe,
+    explore,
+    float_dtypes,
+    magnitudes,
+    random_tensor,
+    seeds,
+    sizes,
+    tensors,
+)
 from grader.jail.client import LearnerError  # re-exported for hidden tests, and used below
 from grader.locale import N_, Message, msg  # noqa: F401  (re-exported for hidden tests)
 from grader.session import Remote
@@ -191,10 +204,12 @@ def expect_close(
     hint: str = "",
     nan_symptom: str = "value-mismatch",
     rule_hint: str = "",
+    tol: float | None = None,
 ):
     """Fail with a teaching message unless `actual` is a `dtype` tensor that matches `expected`
     within the tolerance rule for `dtype`: the dtype SPEC requires for this result (the input's),
-    stated by the check, never read from what came back."""
+    stated by the check, never read from what came back. `tol` replaces the rule's tolerance
+    (e.g. a conditioned_tolerance for inputs of large magnitude)."""
     actual = expect_dtype(expect_shape(actual, expected.shape, what), dtype, what)
     if actual.is_floating_point() and not torch.isfinite(actual).all() and torch.isfinite(expected).all():
         bad = (~torch.isfinite(actual)).nonzero()[0].tolist()
@@ -209,7 +224,8 @@ def expect_close(
             symptoms=[nan_symptom],
             index=bad,
         )
-    tol = tolerance(dtype, reduction)
+    if tol is None:
+        tol = tolerance(dtype, reduction)
     if not is_close(actual, expected, tol):
         err = max_error(actual, expected)
         fail(

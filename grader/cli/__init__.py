@@ -57,6 +57,7 @@ GRADING_IMPORTS = (
     "numpy",
     "jinja2",
     "pytest",
+    "hypothesis",
     "msgpack",
     "sqlalchemy",
     "alembic",

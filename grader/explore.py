@@ -1,0 +1,295 @@
+"""Exploring a contract: hidden tests draw their inputs from the whole space SPEC defines and
+report the smallest one that fails, and a tolerance that follows the conditioning of the problem.
+
+`explore(cases, prop)` runs `prop` (which calls the learner and fails via expect_close/fail) on
+cases drawn by a hypothesis strategy. It is seeded from nothing but the code (derandomize), keeps
+no example database and prints nothing, so a submission always gets the same grade, and a failure
+is shrunk to the smallest failing case, whose CheckFailure is raised with the input shown. What
+ends a check in the jail (a timeout, a crash, NotImplementedError) is raised at once: it is never
+repeated to shrink it.
+
+The strategies below are the pieces every exercise's contract shares (batch dims 0-3, T = 1, odd
+and even sizes, float32/float16/bfloat16, large magnitudes). A case holds real tensors, built from
+a drawn seed, so what a learner is shown is exactly what was sent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import HypothesisException
+
+from grader.jail.client import JailError, LearnerError
+from grader.locale import msg
+
+# Cases drawn per explored check: enough to reach each corner of the strategies below, few enough
+# that grading a correct solution stays well under a second per check.
+EXPLORE_EXAMPLES = 30
+# Calls made while shrinking one failure: a learner function that fails everywhere shrinks in a
+# few dozen; the cap bounds a failure that shrinks slowly (each call is a round trip to the jail).
+SHRINK_CALLS = 150
+DESCRIBED_VALUES = 8  # a tensor of at most this many entries is shown with its values
+DESCRIPTION_CHARS = 600
+
+
+class _Abort(BaseException):
+    """Carries what must not be shrunk (a jail error, NotImplementedError, a bug in the hidden
+    test itself) out of hypothesis at once: hypothesis catches Exception, not BaseException."""
+
+    def __init__(self, error: BaseException | None):
+        super().__init__()
+        self.error = error
+
+
+class _Failed(Exception):
+    """Every failing case raises this one exception from one place, so hypothesis sees one bug
+    and shrinks it; the learner's CheckFailure is kept aside, with its case."""
+
+
+def _settings(examples: int) -> settings:
+    return settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        verbosity=Verbosity.quiet,
+        phases=(Phase.generate, Phase.shrink),  # no explain phase: its calls are not the smallest
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+        report_multiple_bugs=False,
+    )
+
+
+def explore(
+    cases: st.SearchStrategy,
+    prop: Callable[[object], None],
+    *,
+    examples: int = EXPLORE_EXAMPLES,
+    what: str = "",
+    corners: Sequence = (),
+) -> None:
+    """Run `prop(case)` on each of `corners` (explicit cases, as written), then on `examples`
+    cases drawn from `cases`; raise the CheckFailure of the smallest failing case found.
+
+    `what` names what a case is the input of (e.g. "stable_softmax"), for the message."""
+    from grader.testkit import CheckFailure
+
+    for case in corners:
+        try:
+            prop(case)
+        except (CheckFailure, AssertionError, LearnerError) as exc:
+            raise _failure(case, exc, what, smallest=False) from None
+
+    failures: list[tuple[object, BaseException]] = []  # the last is hypothesis's smallest so far
+    calls_since_failure = 0
+
+    def run(case) -> None:
+        nonlocal calls_since_failure
+        if failures:
+            calls_since_failure += 1
+            if calls_since_failure > SHRINK_CALLS:
+                raise _Abort(None)  # enough shrinking: the last failure seen is the smallest yet
+        try:
+            prop(case)
+        except AssertionError as exc:  # a CheckFailure, or a plain assert in a check
+            failures.append((case, exc))
+            raise _Failed from None
+        except LearnerError as exc:
+            if exc.is_a("NotImplementedError"):
+                raise _Abort(exc) from None
+            failures.append((case, exc))
+            raise _Failed from None
+        except (JailError, Exception) as exc:  # noqa: BLE001  (a jail error, or the check's own bug)
+            raise _Abort(exc) from None
+
+    try:
+        given(cases)(_settings(examples)(run))()
+    except _Abort as abort:
+        if abort.error is not None:
+            raise abort.error from None
+    except (_Failed, HypothesisException):  # e.g. Flaky: a learner whose failure did not repeat
+        if not failures:
+            raise
+    if failures:
+        smallest_case, its_error = failures[-1]
+        raise _failure(smallest_case, its_error, what, smallest=True) from None
+
+
+def _failure(case, exc: BaseException, what: str, *, smallest: bool):
+    """The case's CheckFailure, its message followed by the input it failed on."""
+    from grader.runner import explain
+    from grader.testkit import CheckFailure
+
+    message, symptoms, evidence = explain(exc)
+    shown = describe(case)
+    if smallest and what:
+        text = msg(
+            "{failure} Smallest failing input of {what} found: {input}",
+            failure=message,
+            what=what,
+            input=shown,
+        )
+    elif smallest:
+        text = msg("{failure} Smallest failing input found: {input}", failure=message, input=shown)
+    elif what:
+        text = msg("{failure} Failing input of {what}: {input}", failure=message, what=what, input=shown)
+    else:
+        text = msg("{failure} Failing input: {input}", failure=message, input=shown)
+    diagnosis = exc.diagnosis if isinstance(exc, CheckFailure) else ()
+    return CheckFailure(text, symptoms=symptoms, diagnosis=diagnosis, evidence={**evidence, "input": shown})
+
+
+# -- showing a case ------------------------------------------------------------------------------
+
+
+def describe(value) -> str:
+    """A case as a learner reads it: shapes, dtypes, flags, and the values of small tensors."""
+    text = _describe(value)
+    return text if len(text) <= DESCRIPTION_CHARS else text[: DESCRIPTION_CHARS - 3] + "..."
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return _describe_tensor(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_describe(v)}" for k, v in value.items())
+    if isinstance(value, tuple) and value and not all(isinstance(v, int) for v in value):
+        return "(" + ", ".join(_describe(v) for v in value) + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(_describe(v) for v in value) + "]"
+    if isinstance(value, torch.dtype):
+        return str(value).replace("torch.", "")
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return repr(value)[:200]
+
+
+def _describe_tensor(t: torch.Tensor) -> str:
+    dtype = str(t.dtype).replace("torch.", "")
+    if t.numel() <= DESCRIBED_VALUES:
+        values = t.tolist()
+        return f"tensor({_round(values)}, dtype={dtype})"
+    shape = tuple(t.shape)
+    if t.dtype == torch.bool:
+        return f"{dtype} tensor of shape {shape} ({int(t.sum())} True)"
+    finite = t[torch.isfinite(t)]
+    span = f", |values| up to {float(finite.abs().max()):.3g}" if finite.numel() else ""
+    if t.is_floating_point() and bool(torch.isneginf(t).any()):
+        span += ", with -inf entries"
+    return f"{dtype} tensor of shape {shape}{span}"
+
+
+def _round(values):
+    if isinstance(values, list):
+        return "[" + ", ".join(_round(v) for v in values) + "]"
+    if isinstance(values, bool):
+        return str(values)
+    if isinstance(values, float) and math.isfinite(values):
+        return f"{values:.4g}"
+    if isinstance(values, float):
+        return "float('-inf')" if values < 0 else ("float('inf')" if values > 0 else "nan")
+    return repr(values)
+
+
+# -- strategies for the pieces every contract shares ------------------------------------------
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)  # shrinks towards float32
+
+
+def batch_dims(max_dims: int = 3, max_size: int = 3) -> st.SearchStrategy[tuple[int, ...]]:
+    """Leading batch dimensions: none to `max_dims` of them, each 1..max_size (shrinks to ())."""
+    return st.lists(st.integers(1, max_size), max_size=max_dims).map(tuple)
+
+
+def sizes(low: int = 1, high: int = 9) -> st.SearchStrategy[int]:
+    """A sequence length or width: 1 (T = 1), odd and even (shrinks to `low`)."""
+    return st.integers(low, high)
+
+
+def float_dtypes(dtypes: Sequence[torch.dtype] = FLOAT_DTYPES) -> st.SearchStrategy[torch.dtype]:
+    return st.sampled_from(list(dtypes))
+
+
+MAGNITUDES = (1.0, 3.0, 30.0, 500.0, 1e4)  # 1e4: far past where exp overflows in any dtype
+
+
+def magnitudes(values: Sequence[float] = MAGNITUDES) -> st.SearchStrategy[float]:
+    """A scale for the values of a tensor, small to large (shrinks to 1)."""
+    return st.sampled_from(list(values))
+
+
+def seeds() -> st.SearchStrategy[int]:
+    return st.integers(0, 2**16)
+
+
+def random_tensor(shape, *, dtype=torch.float32, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
+    """Standard normal entries times `scale`, drawn in float64 from `seed`, then cast: the same
+    tensor for the same arguments on every machine."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale).to(dtype)
+
+
+def tensors(shapes: st.SearchStrategy, dtypes=None, scales=None) -> st.SearchStrategy[torch.Tensor]:
+    """Tensors of a drawn shape, dtype and magnitude (float32 and scale 1 unless given)."""
+    return st.builds(
+        lambda shape, dtype, seed, scale: random_tensor(shape, dtype=dtype, seed=seed, scale=scale),
+        shapes,
+        dtypes if dtypes is not None else st.just(torch.float32),
+        seeds(),
+        scales if scales is not None else st.just(1.0),
+    )
+
+
+# -- the conditioned tolerance -------------------------------------------------------------------
+
+# How many times what the float64 reference moves, when its inputs are perturbed at the dtype's
+# rounding, a correct result may differ by on top of the eps*sqrt(n) rule: a formulation that
+# rounds differently (exp(z - logsumexp(z))) moves about as much; a bug moves orders of magnitude
+# more.
+CONDITION_FACTOR = 4.0
+CONDITION_TRIALS = 3
+
+
+def _moved(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest entrywise difference; equal entries (inf included) and NaN pairs count 0."""
+    a, b = a.to(torch.float64), b.to(torch.float64)
+    same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+    diff = torch.where(same, torch.zeros_like(a), (a - b).abs())
+    return float(torch.nan_to_num(diff, nan=math.inf).max()) if diff.numel() else 0.0
+
+
+def conditioned_tolerance(
+    reference_fn: Callable[..., torch.Tensor],
+    inputs: Sequence,
+    dtype: torch.dtype,
+    reduction: int = 1,
+    seed: int = 0,
+) -> float:
+    """The tolerance for a `dtype` result of reference_fn(*inputs): today's eps*sqrt(n) rule plus
+    CONDITION_FACTOR times the most the float64 reference moves when each floating input is
+    perturbed by a relative eps of `dtype` (seeded, CONDITION_TRIALS times). Other inputs (masks,
+    flags) are passed unchanged."""
+    from grader.testkit import tolerance
+
+    eps = torch.finfo(dtype).eps
+    exact = [x.to(torch.float64) if _is_float(x) else x for x in inputs]
+    base = reference_fn(*exact)
+    g = torch.Generator().manual_seed(seed)
+    moved = 0.0
+    for _ in range(CONDITION_TRIALS):
+        perturbed = [x * (1 + eps * _uniform(x.shape, g)) if _is_float(x) else x for x in exact]
+        moved = max(moved, _moved(reference_fn(*perturbed), base))
+    return tolerance(dtype, reduction) + CONDITION_FACTOR * moved
+
+
+def _uniform(shape, generator: torch.Generator) -> torch.Tensor:
+    """Uniform in [-1, 1], float64."""
+    return 2 * torch.rand(shape, generator=generator, dtype=torch.float64) - 1
+
+
+def _is_float(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.is_floating_point()
