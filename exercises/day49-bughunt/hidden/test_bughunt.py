@@ -235,7 +235,7 @@ def test_make_xy_shifts_targets(submission):
     # the seed's chunk first, then odd and even lengths down to L = 1
     for chunk in (torch.tensor([502, 1204, 33, 991, 88, 7, 64]), torch.arange(20, 0, -1),
                   torch.tensor([42, 17]), torch.randperm(BLOCK + 1, generator=torch.Generator().manual_seed(49))):
-        what = msg("make_xy(chunk = {chunk})", chunk=chunk.tolist())
+        what = f"make_xy(chunk = {chunk.tolist()})"    # code: the same in every language
         x, y = expect_tuple(submission.bughunt.make_xy(chunk), 2, what)
         ref_x, ref_y = ref.make_xy(chunk)
         if (isinstance(y, torch.Tensor) and len(chunk) > 3 and y.shape == chunk[2:].shape

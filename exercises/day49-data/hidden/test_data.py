@@ -423,7 +423,7 @@ def test_get_batch_draws_every_start_uniformly(submission):
     n_starts, block_size, batch_size, calls = 1000, 3, 1000, 4
     data = distinct_tokens(n_starts + block_size, seed=10)
     for label, kwargs in ((msg("torch's global generator"), {}),
-                          (msg("generator = torch.Generator().manual_seed(1049)"),
+                          ("generator = torch.Generator().manual_seed(1049)",
                            {"generator": jail_generator(submission, 1049)})):
         counts = draw_starts(submission, data, block_size, batch_size, calls, **kwargs)
         expect_uniform_starts(counts, n_starts, label)
