@@ -127,7 +127,7 @@ def shifted_twice(result, chunk) -> bool:
             and y.shape == tokens[2:].shape and torch.equal(y.long(), tokens[2:]))
 
 
-@check(points=3, rule="target-shift", day=49, title="make_xy: y is x shifted by one")
+@check(points=2, rule="target-shift", day=49, title="make_xy: y is x shifted by one")
 def test_make_xy_shifts_targets_by_one(submission):
     for label, chunk in MAKE_XY_CASES:
         L = len(chunk) - 1
@@ -158,6 +158,18 @@ def test_make_xy_shifts_targets_by_one(submission):
             fail(msg("{what} returned y = {y}; y[t] is the token after x[t], so y = chunk[1:] = "
                      "{expected}", what=what, y=show(y), expected=show(want_y)),
                  symptoms=["value-mismatch"])
+
+
+@check(points=1, rule="data-windows", day=49, title="make_xy returns int64 x and y, whatever the chunk's dtype",
+       needs=("make-xy-shifts-targets-by-one",))
+def test_make_xy_returns_int64(submission):
+    # The dtype is make_xy's output contract (rule data-windows, as for get_batch); whether the
+    # shift is right is the check above's.
+    for label, chunk in MAKE_XY_CASES:
+        what = msg("make_xy({chunk}) (a chunk of {n} tokens given as {label})", chunk=show(chunk),
+                   n=len(chunk), label=label)
+        x, y = xy_pair(learner_call(lambda: submission.data.make_xy(chunk), what), what,
+                       (len(chunk) - 1,))
         for name, t in (("x", x), ("y", y)):
             if t.dtype != torch.int64:
                 fail(msg("{what} returned {name} as {dtype}; token ids must be int64, which "
@@ -483,10 +495,10 @@ def test_get_batch_uses_the_generator(submission):
                  "torch.randint(..., generator=generator)."), symptoms=["value-mismatch"])
 
 
-@check(points=1, rule="data-windows", day=49, title="data too short for one window is a ValueError")
+@check(points=1, rule="api-contract", day=49, title="data too short for one window is a ValueError")
 def test_get_batch_rejects_data_shorter_than_a_window(submission):
-    for n_tokens, block_size in [(8, 8), (3, 8), (0, 4)]:
-        data = np.arange(n_tokens, dtype=np.int64)
+    for n_tokens, block_size, as_tensor in [(8, 8, False), (3, 8, False), (0, 4, False), (5, 5, True)]:
+        data = torch.arange(n_tokens) if as_tensor else np.arange(n_tokens, dtype=np.int64)
         exc = expect_raises(lambda: submission.data.get_batch(data, 4, block_size), "ValueError",
                             msg("get_batch(data of {n} tokens, batch_size=4, block_size={block_size})",
                                 n=n_tokens, block_size=block_size),
