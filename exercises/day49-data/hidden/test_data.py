@@ -476,8 +476,12 @@ def expect_uniform_starts(counts: Counter, n_starts: int, label: str):
 @check(points=1, rule="data-windows", day=49, title="the same seeded generator gives the same batch",
        needs=("get-batch-rows-are-shifted-windows",))
 def test_get_batch_uses_the_generator(submission):
-    data = distinct_tokens(200, seed=9)
     seed_jail(submission, 249)       # only for a learner who ignores the generator
+    for data in (distinct_tokens(200, seed=9), torch.from_numpy(distinct_tokens(77, seed=11))):
+        expect_same_batch_for_the_same_seed(submission, data)
+
+
+def expect_same_batch_for_the_same_seed(submission, data):
     batches = []
     for seed in (1234, 1234, 4321):
         x, y, what = call_get_batch(submission, data, 16, 8, generator=jail_generator(submission, seed))
