@@ -8,6 +8,7 @@ back from the jail; they never import learner code.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NoReturn
 
 import numpy as np
@@ -204,12 +205,15 @@ def expect_close(
     hint: str = "",
     nan_symptom: str = "value-mismatch",
     rule_hint: str = "",
-    tol: float | None = None,
+    tol: float | Callable[[], float] | None = None,
 ):
     """Fail with a teaching message unless `actual` is a `dtype` tensor that matches `expected`
     within the tolerance rule for `dtype`: the dtype SPEC requires for this result (the input's),
-    stated by the check, never read from what came back. `tol` replaces the rule's tolerance
-    (e.g. a conditioned_tolerance for inputs of large magnitude)."""
+    stated by the check, never read from what came back.
+
+    `tol` replaces the rule's tolerance: a number, or a function that computes a larger one (e.g.
+    `lambda: conditioned_tolerance(...)`), called only when the rule's own tolerance is not met,
+    so that a result within the rule costs nothing more."""
     actual = expect_dtype(expect_shape(actual, expected.shape, what), dtype, what)
     if actual.is_floating_point() and not torch.isfinite(actual).all() and torch.isfinite(expected).all():
         bad = (~torch.isfinite(actual)).nonzero()[0].tolist()
@@ -224,8 +228,11 @@ def expect_close(
             symptoms=[nan_symptom],
             index=bad,
         )
-    if tol is None:
-        tol = tolerance(dtype, reduction)
+    rule = tolerance(dtype, reduction)
+    if callable(tol):
+        tol = rule if is_close(actual, expected, rule) else tol()
+    elif tol is None:
+        tol = rule
     if not is_close(actual, expected, tol):
         err = max_error(actual, expected)
         fail(

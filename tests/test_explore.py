@@ -130,12 +130,20 @@ def test_shrinking_is_bounded():
     assert len(calls) <= 5 + ex.SHRINK_CALLS + 1
 
 
-def test_a_failing_corner_case_is_reported_as_written():
-    prop, calls = failing_from(0)
+def test_a_corner_case_the_strategy_misses_is_reported_as_written():
+    prop, calls = failing_from(500)
     with pytest.raises(CheckFailure) as caught:
-        explore(st.integers(), prop, corners=[500])
-    assert calls == [500]
+        explore(st.integers(0, 100), prop, corners=[500, 600])
+    assert calls[-1] == 500  # after the drawn cases, and the first failing corner ends it
     assert "Failing input: 500" in str(caught.value)
+
+
+def test_a_failure_found_by_exploring_is_shown_before_any_corner():
+    prop, calls = failing_from(7)
+    with pytest.raises(CheckFailure) as caught:
+        explore(st.integers(0, 100), prop, corners=[500])
+    assert 500 not in calls
+    assert caught.value.evidence["input"] == "7"
 
 
 def test_no_example_database_is_written(tmp_path, monkeypatch):

@@ -1,12 +1,18 @@
-"""Hidden tests for day45-attention: the learner's attention.py against reference_model."""
+"""Hidden tests for day45-attention: the learner's attention.py against reference_model.
+
+Inputs are drawn from the whole contract (grader.testkit.explore: seeded, shrunk to the smallest
+failing input) and compared with the float64 reference within the conditioned tolerance; the
+corner cases a course's staff would write by hand run first, as written."""
 import math
 
 import torch
+from hypothesis import strategies as st
 
 import reference_model as ref
-from grader.fingerprints import describe_scale, estimate_scale, guarded_causal_attention
-from grader.testkit import (LearnerError, check, construct, expect_close, expect_raises, expect_shape,
-                            fail, is_close, msg)
+from grader.fingerprints import describe_scale, estimate_scale, guarded_causal_attention, scale_candidates
+from grader.testkit import (LearnerError, batch_dims, check, conditioned_tolerance, construct,
+                            expect_close, expect_raises, expect_shape, explore, fail, float_dtypes, is_close,
+                            magnitudes, msg, random_tensor, seeds, sizes, tolerance)
 
 SHAPES = [  # (batch dims, T_q, T_k, d_k)
     ((2, 3), 5, 5, 4),
@@ -17,14 +23,13 @@ SHAPES = [  # (batch dims, T_q, T_k, d_k)
 
 
 def randn(*shape, dtype=torch.float32, seed=0, scale=1.0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale).to(dtype)
+    return random_tensor(shape, dtype=dtype, seed=seed, scale=scale)
 
 
-def qkv(batch, T_q, T_k, d_k, seed, dtype=torch.float32, scale=1.0):
+def qkv(batch, T_q, T_k, d_k, seed, dtype=torch.float32, scale=1.0, d_v=None):
     return (randn(*batch, T_q, d_k, seed=seed, dtype=dtype, scale=scale),
             randn(*batch, T_k, d_k, seed=seed + 1, dtype=dtype, scale=scale),
-            randn(*batch, T_k, d_k, seed=seed + 2, dtype=dtype))
+            randn(*batch, T_k, d_v or d_k, seed=seed + 2, dtype=dtype))
 
 
 def reference_in_float64(q, k, v, **kw):
@@ -33,41 +38,156 @@ def reference_in_float64(q, k, v, **kw):
 
 # -- stable_softmax (day 45) ----------------------------------------------------------------------
 
+# The largest offset a slice of logits gets, per dtype: far past where exp overflows (88.7 in
+# float32, 11.1 in float16) and, negative, far below where it underflows; float16 holds 65504 at most.
+OFFSETS = {torch.float32: 1e5, torch.bfloat16: 1e5, torch.float16: 3e4}
+
+
+@st.composite
+def logits(draw, *, magnitude=magnitudes([1.0, 3.0]), offset=False, blocked=False):
+    """Logits z of any shape (batch dims 0-3), a dim of it, any float dtype; `offset` shifts every
+    slice far up or down, `blocked` sets entries to -inf and one slice entirely."""
+    shape = (*draw(batch_dims()), draw(sizes(1, 9)))
+    dim = draw(st.integers(-len(shape), len(shape) - 1))
+    dtype = draw(float_dtypes())
+    z = random_tensor(shape, dtype=torch.float64, seed=draw(seeds()), scale=draw(magnitude))
+    if offset:
+        z = z + draw(st.sampled_from([0.0, 1.0, -1.0, 0.2, -0.2])) * OFFSETS[dtype]
+    z = z.clamp(-OFFSETS[dtype], OFFSETS[dtype])
+    if blocked:
+        g = torch.Generator().manual_seed(draw(seeds()))
+        z = z.masked_fill(torch.rand(shape, generator=g, dtype=torch.float64) < 0.5, float("-inf"))
+        first_slice = [0] * len(shape)
+        first_slice[dim] = slice(None)
+        z[tuple(first_slice)] = float("-inf")      # a slice with every entry -inf
+    return {"z": z.to(dtype), "dim": dim}
+
+
+def softmax_prop(submission, **expect):
+    def prop(case):
+        z, dim = case["z"], case["dim"]
+        expect_close(submission.attention.stable_softmax(z, dim=dim), ref.stable_softmax(z.double(), dim=dim),
+                     msg("stable_softmax(z of shape {shape}, dim={dim})", shape=tuple(z.shape), dim=dim),
+                     dtype=z.dtype, reduction=z.shape[dim], tol=lambda: conditioned_tolerance(
+                         lambda z: ref.stable_softmax(z, dim=dim), [z], z.dtype, reduction=z.shape[dim]),
+                     **expect)
+    return prop
+
+
 @check(points=2, rule="numerical-stability", day=45, title="softmax matches the definition")
 def test_softmax_matches_reference(submission):
-    for seed, (shape, dim) in enumerate([((4, 7), -1), ((2, 3, 5), 1), ((6,), 0), ((3, 1), -1)]):
-        z = randn(*shape, seed=seed, scale=3.0)
-        expect_close(submission.attention.stable_softmax(z, dim=dim), ref.stable_softmax(z.double(), dim=dim),
-                     msg("stable_softmax(z of shape {shape}, dim={dim})", shape=shape, dim=dim),
-                     dtype=z.dtype, reduction=shape[dim],
-                     hint=msg("softmax(z)_i = exp(z_i - max z) / sum_j exp(z_j - max z) along `dim`."))
+    corners = [{"z": randn(*shape, seed=seed, scale=3.0), "dim": dim}
+               for seed, (shape, dim) in enumerate([((4, 7), -1), ((2, 3, 5), 1), ((6,), 0), ((3, 1), -1)])]
+    explore(logits(), softmax_prop(submission, hint=msg(
+        "softmax(z)_i = exp(z_i - max z) / sum_j exp(z_j - max z) along `dim`.")),
+        corners=corners, what="stable_softmax")
 
 
 @check(points=2, rule="numerical-stability", day=45, title="softmax of large logits stays finite")
 def test_softmax_large_logits(submission):
-    z = torch.tensor([[500.0, 502.0], [-1000.0, -1001.0], [88.0, 90.0]])
-    got = submission.attention.stable_softmax(z)
-    expect_close(got, ref.stable_softmax(z.double()), "stable_softmax([[500, 502], ...])",
-                 dtype=z.dtype, nan_symptom="softmax-overflow",
-                 hint=msg("exp(500) overflows float32 (exp overflows above z = 88.7). Subtract the "
-                          "max first: softmax is unchanged, and every exponent becomes <= 0."))
-    half = torch.tensor([12.0, 14.0, 9.0], dtype=torch.float16)   # exp(12) overflows float16
-    got = submission.attention.stable_softmax(half)
-    expect_close(got, ref.stable_softmax(half.double()), "stable_softmax in float16 of [12, 14, 9]",
-                 dtype=torch.float16, nan_symptom="softmax-overflow",
-                 hint=msg("In float16 exp already overflows above z = 11.1; subtract the max first."))
+    hint = msg("exp(500) overflows float32 (exp overflows above z = 88.7). Subtract the max first: "
+               "softmax is unchanged, and every exponent becomes <= 0.")
+    corners = [{"z": torch.tensor([[500.0, 502.0], [-1000.0, -1001.0], [88.0, 90.0]]), "dim": -1},
+               {"z": torch.tensor([-20000.0, -19998.0, -19999.0]), "dim": -1}]   # exp underflows: all 0
+    for case in corners:
+        softmax_prop(submission, nan_symptom="softmax-overflow", hint=hint)(case)
+    half = {"z": torch.tensor([12.0, 14.0, 9.0], dtype=torch.float16), "dim": -1}  # exp(12) overflows float16
+    softmax_prop(submission, nan_symptom="softmax-overflow", hint=msg(
+        "In float16 exp already overflows above z = 11.1; subtract the max first."))(half)
+    explore(logits(magnitude=magnitudes([3.0, 30.0, 500.0, 1e4]), offset=True),
+            softmax_prop(submission, nan_symptom="softmax-overflow", hint=msg(
+                "Subtract the max of each slice first: then the largest exponent is exactly 0, "
+                "whatever the logits' magnitude, and the sum is at least 1.")),
+            what="stable_softmax")
 
 
 @check(points=2, rule="numerical-stability", day=45, title="a fully masked slice gives zeros")
 def test_softmax_all_minus_inf(submission):
-    z = torch.tensor([[float("-inf")] * 3, [0.0, float("-inf"), 1.0]])
-    expect_close(submission.attention.stable_softmax(z), ref.stable_softmax(z.double()),
-                 msg("stable_softmax of a row that is all -inf"), dtype=z.dtype, nan_symptom="nan-forward",
-                 hint=msg("A row whose entries are all -inf has max -inf, and -inf - (-inf) is NaN. "
-                          "Return zeros for such a row instead of NaN."))
+    corner = {"z": torch.tensor([[float("-inf")] * 3, [0.0, float("-inf"), 1.0]]), "dim": -1}
+    explore(logits(blocked=True), softmax_prop(submission, nan_symptom="nan-forward", hint=msg(
+        "A row whose entries are all -inf has max -inf, and -inf - (-inf) is NaN. Return zeros for "
+        "such a row instead of NaN.")), corners=[corner], what="stable_softmax")
 
 
 # -- scaled_dot_product_attention (days 43-45) ---------------------------------------------------
+
+@st.composite
+def mask_of(draw, shape):
+    """A bool mask broadcastable to `shape` (..., T_q, T_k): trailing dims kept, each either full
+    or 1, leading dims dropped; sparse or dense, so some queries end up with every key blocked."""
+    ndim = draw(st.integers(0, len(shape)))
+    kept = shape[len(shape) - ndim:]
+    mask_shape = tuple(n if draw(st.booleans()) else 1 for n in kept)
+    g = torch.Generator().manual_seed(draw(seeds()))
+    return torch.rand(mask_shape, generator=g) < draw(st.sampled_from([0.3, 0.7, 1.0]))
+
+
+@st.composite
+def attention_inputs(draw, *, dtypes=(torch.float32,), causal=(False,), masked=False,
+                     magnitude=magnitudes([1.0, 3.0])):
+    """q, k, v for scaled_dot_product_attention from the whole contract: batch dims 0-3, T_q and
+    T_k from 1 (either larger), d_v != d_k, large scores; a mask of any broadcastable shape."""
+    batch, T_q, T_k = draw(batch_dims()), draw(sizes(1, 7)), draw(sizes(1, 7))
+    d_k, d_v = draw(sizes(1, 8)), draw(sizes(1, 8))
+    dtype, seed, scale = draw(float_dtypes(dtypes)), draw(seeds()), draw(magnitude)
+    q, k, v = qkv(batch, T_q, T_k, d_k, seed=seed, dtype=dtype, scale=scale, d_v=d_v)
+    case = {"q": q, "k": k, "v": v}
+    if masked and draw(st.booleans()):
+        case["mask"] = draw(mask_of((*batch, T_q, T_k)))
+    if draw(st.sampled_from(causal)):
+        case["causal"] = True
+    return case
+
+
+def attention_prop(submission, **expect):
+    """The learner's attention of a case against the float64 reference; only the arguments a case
+    sets are passed (mask=, causal=), as a learner's own call would."""
+    def prop(case):
+        q, k, v = case["q"], case["k"], case["v"]
+        options = {name: case[name] for name in ("mask", "causal") if name in case}
+        got = call_attention(submission, q, k, v, options)
+
+        def reference(q, k, v):
+            return ref.scaled_dot_product_attention(q, k, v, **options)
+        reduction = max(k.size(-2), q.size(-1))
+        expected = reference_in_float64(q, k, v, **options)
+        if options.get("causal"):
+            bottom_right_causal(got, case, expected, tolerance(q.dtype, reduction))
+        expect_close(got, expected, attention_call(options), dtype=q.dtype, reduction=reduction,
+                     tol=lambda: conditioned_tolerance(reference, [q, k, v], q.dtype, reduction=reduction),
+                     **expect)
+    return prop
+
+
+def call_attention(submission, q, k, v, options):
+    return submission.attention.scaled_dot_product_attention(q, k, v, **options)
+
+
+def attention_call(options):
+    return "scaled_dot_product_attention(q, k, v{})".format(
+        "".join(f", {name}={'True' if name == 'causal' else '...'}" for name in options))
+
+
+def bottom_right_causal(got, case, expected, tol):
+    """Name the causal mask aligned bottom-right (key j blocked when j > i + T_k - T_q, as
+    flash-attn 2.1 and some KV-cache code do): the contract aligns it top-left."""
+    q, k, v = case["q"], case["k"], case["v"]
+    T_q, T_k = q.size(-2), k.size(-2)
+    if T_q == T_k or not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        return
+    blocked = torch.triu(torch.ones(T_q, T_k, dtype=torch.bool), diagonal=T_k - T_q + 1)
+    if "mask" in case:
+        blocked = blocked | case["mask"]
+    shifted = reference_in_float64(q, k, v, mask=blocked)
+    if not is_close(got, expected, tol) and is_close(got, shifted, tol):
+        fail(msg("with causal=True and T_q = {T_q} queries over T_k = {T_k} keys, your mask is aligned "
+                 "to the last key (bottom-right): query i sees keys up to i + T_k - T_q. The contract "
+                 "aligns it top-left, as a square mask cut to (T_q, T_k): query i sees keys 0..i, "
+                 "torch.triu(torch.ones(T_q, T_k), diagonal=1).", T_q=T_q, T_k=T_k),
+             symptoms=["value-mismatch"],
+             diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "causal-bottom-right",
+                         "message": msg("the causal mask is aligned bottom-right for T_q != T_k")}])
+
 
 def diagnose_scale(submission):
     """Estimate the learner's scale from a two-key probe: 4 heads of d_k = 8, so d_model = 32."""
@@ -84,17 +204,15 @@ def diagnose_scale(submission):
                      "message": message.params["finding"]}])
 
 
-@check(points=3, rule="attention-scaling", day=43, title="attention matches softmax(QK^T/sqrt(d_k))V")
+@check(points=3, rule="attention-scaling", day=43, title="attention matches softmax(QK^T/sqrt(d_k))V",
+       needs=("softmax-matches-reference",))
 def test_attention_matches_reference(submission):
     diagnose_scale(submission)
-    for seed, (batch, T_q, T_k, d_k) in enumerate(SHAPES):
-        q, k, v = qkv(batch, T_q, T_k, d_k, seed=10 * seed)
-        expect_close(submission.attention.scaled_dot_product_attention(q, k, v),
-                     reference_in_float64(q, k, v),
-                     msg("scaled_dot_product_attention with q {q_shape}, k {k_shape}",
-                         q_shape=tuple(q.shape), k_shape=tuple(k.shape)),
-                     dtype=q.dtype, reduction=max(T_k, d_k),
-                     hint=msg("scores = q @ k^T / sqrt(d_k), softmax over the keys (last dim), then @ v."))
+    corners = [dict(zip("qkv", qkv(batch, T_q, T_k, d_k, seed=10 * seed)))
+               for seed, (batch, T_q, T_k, d_k) in enumerate(SHAPES)]
+    explore(attention_inputs(magnitude=magnitudes([1.0, 3.0, 10.0])), attention_prop(submission, hint=msg(
+        "scores = q @ k^T / sqrt(d_k), softmax over the keys (last dim), then @ v.")),
+        corners=corners, what="scaled_dot_product_attention")
 
 
 def diagnose_causal_mask(submission):
@@ -127,17 +245,16 @@ def diagnose_causal_mask(submission):
                          "message": msg("causal=True has no effect: future tokens leak")}])
 
 
-@check(points=3, rule="causal-mask", day=44, title="causal attention matches the reference")
+@check(points=3, rule="causal-mask", day=44, title="causal attention matches the reference",
+       needs=("attention-matches-reference",))
 def test_causal_attention_matches_reference(submission):
     diagnose_causal_mask(submission)
-    for seed, (batch, T, _, d_k) in enumerate(SHAPES[:3]):
-        q, k, v = qkv(batch, T, T, d_k, seed=100 + seed)
-        expect_close(submission.attention.scaled_dot_product_attention(q, k, v, causal=True),
-                     reference_in_float64(q, k, v, causal=True),
-                     msg("causal attention with T = {T}", T=T), dtype=q.dtype, reduction=max(T, d_k),
-                     nan_symptom="nan-forward",
-                     hint=msg("causal=True blocks key j > query i, and only those: each position "
-                              "sees itself and the past, so row 0 attends to key 0."))
+    corners = [{**dict(zip("qkv", qkv(batch, T_q, T_k, d_k, seed=100 + seed))), "causal": True}
+               for seed, (batch, T_q, T_k, d_k) in enumerate(SHAPES + [((2,), 9, 4, 6), ((), 1, 6, 4)])]
+    explore(attention_inputs(causal=(True,)), attention_prop(submission, nan_symptom="nan-forward", hint=msg(
+        "causal=True blocks key j > query i, and only those, aligned top-left whatever T_q and T_k "
+        "are: query i sees keys 0..i, so row 0 attends to key 0 (torch.triu(torch.ones(T_q, T_k), "
+        "diagonal=1) is the blocked set).")), corners=corners, what="scaled_dot_product_attention")
 
 
 @check(points=2, rule="causal-mask", day=44, title="causal attention never sees the future")
@@ -158,57 +275,72 @@ def test_causal_attention_has_no_future_leak(submission):
                  symptoms=["future-leak"], position=t)
 
 
-@check(points=2, rule="numerical-stability", day=45, title="masks, and a query with every key blocked")
+@check(points=2, rule="numerical-stability", day=45, title="masks, and a query with every key blocked",
+       needs=("attention-matches-reference",))
 def test_attention_with_mask_and_fully_blocked_rows(submission):
     B, T, d_k = 2, 5, 4
     q, k, v = qkv((B, 2), T, T, d_k, seed=21)
     mask = torch.zeros(B, 1, T, T, dtype=torch.bool)
     mask[0, 0, :, 3:] = True                # batch 0: keys 3 and 4 blocked for every query
     mask[1, 0, 2, :] = True                 # batch 1: query 2 has every key blocked
-    got = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask)
-    expect_close(got, reference_in_float64(q, k, v, mask=mask), msg("attention with a boolean mask"),
-                 dtype=q.dtype, reduction=T, nan_symptom="nan-forward",
-                 hint=msg("mask is True where attention is blocked. A query whose keys are all "
-                          "blocked must get a zero output, not NaN: softmax of all -inf is 0/0."))
-    both = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
-    expect_close(both, reference_in_float64(q, k, v, mask=mask, causal=True),
-                 msg("attention with a mask and causal=True together"), dtype=q.dtype, reduction=T,
-                 nan_symptom="nan-forward", hint=msg("The mask and the causal mask combine: "
-                                                     "blocked if either blocks."))
+    left_padded = torch.zeros(B, 1, 1, T, dtype=torch.bool)
+    left_padded[1, ..., :2] = True          # with causal=True, queries 0 and 1 of batch 1 see no key
+    corners = [{"q": q, "k": k, "v": v, "mask": mask}, {"q": q, "k": k, "v": v, "mask": mask, "causal": True},
+               {"q": q, "k": k, "v": v, "mask": left_padded, "causal": True}]
+    explore(attention_inputs(causal=(False, True), masked=True),
+            attention_prop(submission, nan_symptom="nan-forward", hint=msg(
+                "mask is True where attention is blocked, and combines with causal=True: blocked if "
+                "either blocks. A query whose keys are all blocked (by the mask, by causal, or by both "
+                "together) must get a zero output, not NaN: softmax of all -inf is 0/0.")),
+            corners=corners, what="scaled_dot_product_attention")
 
 
-@check(points=3, rule="numerical-stability", day=45, title="attention in float16 and bfloat16")
+def half_precision_prop(submission):
+    prop = attention_prop(submission, nan_symptom="fp16-overflow",
+                          hint=msg("In half precision every masking constant must fit the dtype."))
+
+    def guarded(case):
+        try:
+            prop(case)
+        except LearnerError as exc:
+            if exc.is_a("NotImplementedError"):
+                raise
+            dtype = str(case["q"].dtype)[6:]
+            fail(msg("attention in {dtype} raised {type}: {message}. A constant like -1e9 does not "
+                     "fit in float16 (its largest value is 65504); fill blocked scores with "
+                     "float('-inf') or torch.finfo(scores.dtype).min.", dtype=dtype,
+                     type=exc.type_name, message=exc.learner_message),
+                 symptoms=["fp16-overflow"])
+    return guarded
+
+
+@check(points=3, rule="numerical-stability", day=45, title="attention in float16 and bfloat16",
+       needs=("attention-with-mask-and-fully-blocked-rows",))
 def test_attention_in_half_precision(submission):
     B, T, d_k = 2, 6, 8
     mask = torch.zeros(B, 1, T, T, dtype=torch.bool)
     mask[1, 0, 0, :] = True                 # a fully blocked query in half precision too
-    for dtype in (torch.float16, torch.bfloat16):
-        q, k, v = qkv((B, 2), T, T, d_k, seed=31, dtype=dtype, scale=2.0)
-        try:
-            got = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
-        except LearnerError as exc:
-            if exc.is_a("NotImplementedError"):
-                raise
-            fail(msg("attention in {dtype} raised {type}: {message}. A constant like -1e9 does not "
-                     "fit in float16 (its largest value is 65504); fill blocked scores with "
-                     "float('-inf') or torch.finfo(scores.dtype).min.", dtype=str(dtype)[6:],
-                     type=exc.type_name, message=exc.learner_message),
-                 symptoms=["fp16-overflow"])
-        expect_close(got, reference_in_float64(q, k, v, mask=mask, causal=True),
-                     msg("causal attention in {dtype}", dtype=str(dtype)[6:]), dtype=dtype,
-                     reduction=T, nan_symptom="fp16-overflow",
-                     hint=msg("In half precision every masking constant must fit the dtype."))
+    corners = [{**dict(zip("qkv", qkv((B, 2), T, T, d_k, seed=31, dtype=dtype, scale=2.0))), "mask": mask,
+                "causal": True} for dtype in (torch.float16, torch.bfloat16)]
+    explore(attention_inputs(dtypes=(torch.float16, torch.bfloat16), causal=(False, True), masked=True),
+            half_precision_prop(submission), corners=corners, what="scaled_dot_product_attention")
 
 
 # -- heads (day 45) --------------------------------------------------------------------------------
 
-@check(points=2, rule="head-split", day=45, title="split_heads and merge_heads")
-def test_split_and_merge_heads(submission):
-    for B, T, d_model, h in [(2, 5, 12, 3), (1, 1, 8, 1), (3, 7, 16, 4)]:
-        x = randn(B, T, d_model, seed=B * T)
+@st.composite
+def head_inputs(draw):
+    """x (B, T, d_model) and a head count that divides d_model: T = 1, d_k = 1, one head or more."""
+    B, T, n_head, d_k = draw(sizes(1, 3)), draw(sizes(1, 7)), draw(sizes(1, 4)), draw(sizes(1, 4))
+    return {"x": randn(B, T, n_head * d_k, seed=draw(seeds())), "n_head": n_head}
+
+
+def split_and_merge_prop(submission):
+    def prop(case):
+        x, h = case["x"], case["n_head"]
         heads = submission.attention.split_heads(x, h)
         expect_close(heads, ref.split_heads(x, h),
-                     msg("split_heads of {shape} into {h} heads", shape=(B, T, d_model), h=h),
+                     msg("split_heads of {shape} into {h} heads", shape=tuple(x.shape), h=h),
                      dtype=x.dtype,
                      hint=msg("view(B, T, h, d_k) then transpose(1, 2): head i owns features "
                               "[i*d_k, (i+1)*d_k). A view straight to (B, h, T, d_k) mixes "
@@ -216,6 +348,14 @@ def test_split_and_merge_heads(submission):
         expect_close(submission.attention.merge_heads(ref.split_heads(x, h)), x,
                      f"merge_heads(split_heads(x, {h}))", dtype=x.dtype,
                      hint=msg("merge_heads undoes split_heads: transpose(1, 2) back, then reshape."))
+    return prop
+
+
+@check(points=2, rule="head-split", day=45, title="split_heads and merge_heads")
+def test_split_and_merge_heads(submission):
+    corners = [{"x": randn(B, T, d_model, seed=B * T), "n_head": h}
+               for B, T, d_model, h in [(2, 5, 12, 3), (1, 1, 8, 1), (3, 7, 16, 4)]]
+    explore(head_inputs(), split_and_merge_prop(submission), corners=corners, what="split_heads")
 
 
 @check(points=1, rule="api-contract", day=45, title="n_head must divide d_model")
@@ -236,38 +376,114 @@ def mha_pair(submission, d_model, n_head, bias, seed):
     return reference, learner
 
 
-@check(points=4, rule="head-split", day=45, title="multi-head attention matches the reference")
+@st.composite
+def mha_inputs(draw, *, padded=False):
+    """A MultiHeadAttention (d_model = n_head * d_k, bias or not, weights from a seed) and x, with
+    causal on or off; `padded`: a padding_mask, some rows all padding, so that with causal=True
+    some queries see no key at all."""
+    B, T, n_head, d_k = draw(sizes(1, 3)), draw(sizes(1, 6)), draw(sizes(1, 3)), draw(sizes(1, 4))
+    case = {"d_model": n_head * d_k, "n_head": n_head, "bias": draw(st.booleans()),
+            "x": randn(B, T, n_head * d_k, seed=draw(seeds())), "causal": draw(st.booleans())}
+    if padded:
+        g = torch.Generator().manual_seed(draw(seeds()))
+        case["padding_mask"] = torch.rand(B, T, generator=g) < draw(st.sampled_from([0.3, 0.7, 1.0]))
+    return case
+
+
+def mha_with_scale(reference, x, scale, options):
+    """The reference's multi-head attention (float64) with the scores scaled by `scale`, not
+    1/sqrt(d_k): what a learner computes who divides by something else."""
+    d_k = reference.d_model // reference.n_head
+    with torch.no_grad():
+        q, k, v = (ref.split_heads(w(x), reference.n_head) for w in (reference.w_q, reference.w_k, reference.w_v))
+        pad = options.get("padding_mask")
+        mask = None if pad is None else pad[:, None, None, :]
+        y = ref.scaled_dot_product_attention(q * (scale * math.sqrt(d_k)), k, v, mask=mask,
+                                             causal=options["causal"])
+        return reference.w_o(ref.merge_heads(y))
+
+
+def diagnose_mha_scale(got, reference, x, options, tol):
+    """Name a wrong scale inside multi-head attention (1/sqrt(d_model) is the common one): the
+    learner's output matches the reference with that scale. A scale bug, not a head split."""
+    d_model, d_k = reference.d_model, reference.d_model // reference.n_head
+    if not isinstance(got, torch.Tensor) or got.shape != x.shape:
+        return
+    for name, scale in scale_candidates(d_k, d_model).items():
+        if name != "1/sqrt(d_k)" and is_close(got, mha_with_scale(reference, x, scale, options), tol):
+            message, mutant = describe_scale(scale, d_k=d_k, d_model=d_model)
+            fail(message, symptoms=["value-mismatch"], scale=scale,
+                 diagnosis=[{"rule": "attention-scaling", "day": 43, "mutant": mutant,
+                             "message": message.params["finding"]}])
+
+
+def mha_prop(submission, **expect):
+    def prop(case):
+        d_model, h, x = case["d_model"], case["n_head"], case["x"]
+        reference, learner = mha_pair(submission, d_model, h, case["bias"], seed=d_model * 7 + h)
+        options = {name: case[name] for name in ("causal", "padding_mask") if name in case}
+        got = learner(x, **options)
+        exact = reference.double()
+        expected = exact(x.double(), **options)
+        if isinstance(got, torch.Tensor) and got.shape == expected.shape:
+            tol = tolerance(x.dtype, d_model)
+            if not is_close(got, expected, tol):
+                diagnose_mha_scale(got, exact, x.double(), options, tol)
+        expect_close(got, expected,
+                     msg("MultiHeadAttention(d_model={d_model}, n_head={h}) with causal={causal}",
+                         d_model=d_model, h=h, causal=str(options["causal"])),
+                     dtype=x.dtype, reduction=d_model, tol=lambda: conditioned_tolerance(
+                         lambda x: exact(x, **options), [x], x.dtype, reduction=d_model), **expect)
+    return prop
+
+
+@check(points=4, rule="head-split", day=45, title="multi-head attention matches the reference",
+       needs=("split-and-merge-heads", "attention-matches-reference", "causal-attention-matches-reference"))
 def test_mha_matches_reference(submission):
-    for seed, (B, T, d_model, h, bias) in enumerate([(2, 5, 8, 2, True), (1, 1, 8, 1, False),
-                                                     (3, 7, 16, 4, False), (2, 4, 12, 3, True)]):
-        reference, learner = mha_pair(submission, d_model, h, bias, seed)
-        x = randn(B, T, d_model, seed=seed)
-        for causal in (True, False):
-            expect_close(learner(x, causal=causal), reference.double()(x.double(), causal=causal),
-                         msg("MultiHeadAttention(d_model={d_model}, n_head={h}) with causal={causal}",
-                             d_model=d_model, h=h, causal=str(causal)),
-                         dtype=x.dtype, reduction=d_model, nan_symptom="nan-forward",
-                         hint=msg("Project with w_q, w_k, w_v, split into heads, attend per head, "
-                                  "merge, then project with w_o."))
-            reference.float()
+    corners = [{"d_model": d_model, "n_head": h, "bias": bias, "x": randn(B, T, d_model, seed=seed),
+                "causal": causal}
+               for seed, (B, T, d_model, h, bias, causal) in enumerate([
+                   (2, 5, 8, 2, True, True), (1, 1, 8, 1, False, False), (3, 7, 16, 4, False, True),
+                   (2, 4, 12, 3, True, False)])]
+    explore(mha_inputs(), mha_prop(submission, nan_symptom="nan-forward", hint=msg(
+        "Project with w_q, w_k, w_v, split into heads, attend per head, merge, then project with w_o.")),
+        corners=corners, examples=5, what="MultiHeadAttention")
 
 
-@check(points=2, rule="causal-mask", day=45, title="padding_mask blocks padded keys")
+@check(points=2, rule="causal-mask", day=45, title="padding_mask blocks padded keys",
+       needs=("split-and-merge-heads", "attention-with-mask-and-fully-blocked-rows"))
 def test_mha_padding_mask(submission):
     B, T, d_model, h = 2, 6, 8, 2
-    reference, learner = mha_pair(submission, d_model, h, True, seed=5)
-    x = randn(B, T, d_model, seed=9)
     pad = torch.zeros(B, T, dtype=torch.bool)
     pad[0, 4:] = True
     pad[1, 1:] = True
-    expect_close(learner(x, causal=True, padding_mask=pad),
-                 reference.double()(x.double(), causal=True, padding_mask=pad),
-                 msg("MultiHeadAttention with a padding_mask"), dtype=x.dtype, reduction=d_model,
-                 hint=msg("padding_mask (B, T) is True where a KEY is padding; reshape it to "
-                          "(B, 1, 1, T) so it blocks that key for every head and query."))
+    corner = {"d_model": d_model, "n_head": h, "bias": True, "x": randn(B, T, d_model, seed=9),
+              "causal": True, "padding_mask": pad}
+    explore(mha_inputs(padded=True), mha_prop(submission, nan_symptom="nan-forward", hint=msg(
+        "padding_mask (B, T) is True where a KEY is padding; reshape it to (B, 1, 1, T) so it blocks "
+        "that key for every head and query. A query that sees no key (padding and causal together) "
+        "gets a zero output.")), corners=[corner], examples=5, what="MultiHeadAttention")
 
 
-@check(points=2, rule="causal-mask", day=44, title="multi-head attention never sees the future")
+def wrong_head_split(submission):
+    """How the learner's split_heads is wrong, if it is: "transpose" for a view straight to
+    (B, h, T, d_k), "other" for any other wrong result, "" if it is right."""
+    x = randn(2, 3, 8, seed=5)
+    try:
+        got = submission.attention.split_heads(x, 2)
+    except LearnerError as exc:
+        if exc.is_a("NotImplementedError"):
+            raise
+        return "other"
+    if not isinstance(got, torch.Tensor) or got.shape != (2, 2, 3, 4):
+        return "other"
+    if is_close(got, ref.split_heads(x, 2), 1e-6):
+        return ""
+    return "transpose" if is_close(got, x.reshape(2, 2, 3, 4), 1e-6) else "other"
+
+
+@check(points=2, rule="causal-mask", day=44, title="multi-head attention never sees the future",
+       needs=("split-and-merge-heads", "causal-attention-matches-reference"))
 def test_mha_has_no_future_leak(submission):
     B, T, d_model, h = 2, 7, 8, 2
     _, learner = mha_pair(submission, d_model, h, True, seed=3)
@@ -276,13 +492,28 @@ def test_mha_has_no_future_leak(submission):
     for t in (0, 3, 5):
         x2 = x.clone()
         x2[:, t + 1:] = randn(B, T - t - 1, d_model, seed=40 + t)
-        if not torch.allclose(learner(x2)[:, :t + 1], base[:, :t + 1], atol=1e-5, equal_nan=True):
-            fail(msg("changing tokens after position {t} changed outputs at positions <= {t}: "
-                     "MultiHeadAttention's default causal=True must block the future.", t=t),
-                 symptoms=["future-leak"], position=t)
+        if torch.allclose(learner(x2)[:, :t + 1], base[:, :t + 1], atol=1e-5, equal_nan=True):
+            continue
+        split = wrong_head_split(submission)
+        if split:
+            # the mask may be right: a head split that mixes positions carries the future in
+            diagnosis = [] if split != "transpose" else [
+                {"rule": "head-split", "day": 45, "mutant": "head-split-no-transpose",
+                 "message": msg("split_heads views (B, T, d_model) straight to (B, h, T, d_k): each "
+                                "head mixes positions")}]
+            fail(msg("changing tokens after position {t} changed outputs at positions <= {t}, and "
+                     "your split_heads does not give head i the features [i*d_k, (i+1)*d_k) of each "
+                     "position (see the split_heads check): a head split that mixes positions lets "
+                     "the future in whatever the mask blocks. Fix split_heads first: view(B, T, h, "
+                     "d_k).transpose(1, 2).", t=t),
+                 symptoms=["future-leak"], position=t, diagnosis=diagnosis)
+        fail(msg("changing tokens after position {t} changed outputs at positions <= {t}: "
+                 "MultiHeadAttention's default causal=True must block the future.", t=t),
+             symptoms=["future-leak"], position=t)
 
 
-@check(points=2, rule="head-split", day=45, title="attention is permutation-equivariant")
+@check(points=2, rule="head-split", day=45, title="attention is permutation-equivariant",
+       needs=("split-and-merge-heads",))
 def test_mha_is_permutation_equivariant(submission):
     B, T, d_model, h = 2, 6, 12, 3
     _, learner = mha_pair(submission, d_model, h, False, seed=8)
