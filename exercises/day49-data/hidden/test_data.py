@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import reference_model as ref
 from grader.testkit import (
+    CheckFailure,
     COLLAPSE_MARGIN,
     PROBE_BRANCHING,
     LearnerError,
@@ -559,49 +560,86 @@ def loss_case(B: int, T: int, V: int, scale: float, offset: float, seed: int) ->
     return {"logits": logits, "targets": targets}
 
 
-# B and T down to 1, odd and even V; logits from unit scale to 1e4 (where a loss computed as
-# log(softmax) is -inf), and around an offset of 500 (where logsumexp(z) - z[target] cancels
-# in float32): the conditioned tolerance allows what float32 rounding of such logits moves.
+# B and T down to 1, odd and even V, logits of unit scale around 0 and around offsets of 500 and
+# -300, where logsumexp(z) - z[target] cancels in float32.
 LOSS_CASES = st.builds(loss_case, B=st.integers(1, 4), T=sizes(1, 9), V=st.integers(2, 60),
-                       scale=magnitudes(), offset=st.sampled_from([0.0, 500.0, -300.0]),
+                       scale=magnitudes((1.0, 3.0)), offset=st.sampled_from([0.0, 500.0, -300.0]),
                        seed=seeds())
+# Logits of large magnitude, up to 1e4: where log(softmax(z)) rounds a probability to 0.
+LARGE_LOSS_CASES = st.builds(loss_case, B=st.integers(1, 4), T=sizes(1, 9), V=st.integers(2, 60),
+                             scale=magnitudes((30.0, 500.0, 1e4)), offset=st.just(0.0), seed=seeds())
+LOSS_WHAT = "lm_loss(logits of shape {logits}, targets of shape {targets})"
+
+
+def expect_loss(submission, case, hint: str, nan_symptom: str = "value-mismatch"):
+    """The learner's lm_loss on a case matches the reference, within the conditioned tolerance."""
+    logits, targets = case["logits"], case["targets"]
+    B, T, V = logits.shape
+    what = msg(LOSS_WHAT, logits=(B, T, V), targets=(B, T))
+    got = call_lm_loss(submission, logits, targets, what)
+    expected = ref.lm_loss(logits.double(), targets)
+    if B * T > 1 and float(expected) > 0 and abs(float(got) / float(expected) - B * T) < 1e-3 * B * T:
+        hint = msg("Yours is B*T = {n} times the mean: the losses were summed. Average over "
+                   "all B*T positions: reduction='mean', F.cross_entropy's default.", n=B * T)
+    # logsumexp(z) - z[target], a correct way to write the loss, subtracts two numbers of the
+    # logits' magnitude: it rounds by about eps * max|z| however small the loss, which input
+    # conditioning alone does not see (around 500 the loss itself can be 1e-5)
+    tol = (conditioned_tolerance(ref.lm_loss, [logits, targets], logits.dtype, reduction=B * T * V)
+           + tolerance(logits.dtype) * float(logits.abs().max()))
+    expect_close(got, expected, what, dtype=logits.dtype, tol=tol, hint=hint, nan_symptom=nan_symptom)
+
+
+def first_loss_case() -> dict:
+    return loss_case(2, 5, 7, scale=2.0, offset=0.0, seed=0)
+
+
+def loss_shifts_again(submission) -> bool:
+    case = first_loss_case()
+    got = call_lm_loss(submission, case["logits"], case["targets"],
+                       msg(LOSS_WHAT, logits=(2, 5, 7), targets=(2, 5)))
+    return shifted_again(got, case["logits"], case["targets"])
 
 
 @check(points=2, rule="loss-flattening", day=49, title="lm_loss is cross-entropy over (B*T, V) vs (B*T,)")
 def test_lm_loss_matches_flattened_cross_entropy(submission):
-    def matches(case):
-        logits, targets = case["logits"], case["targets"]
-        B, T, V = logits.shape
-        what = msg("lm_loss(logits of shape {logits}, targets of shape {targets})",
-                   logits=(B, T, V), targets=(B, T))
-        got = call_lm_loss(submission, logits, targets, what)
-        expected = ref.lm_loss(logits.double(), targets)
-        hint = FLATTEN_HINT
-        if B * T > 1 and abs(float(got) / float(expected) - B * T) < 1e-3 * B * T:
-            hint = msg("Yours is B*T = {n} times the mean: the losses were summed. Average over "
-                       "all B*T positions: reduction='mean', F.cross_entropy's default.", n=B * T)
-        if not torch.isfinite(got):
-            hint = msg("With logits this large, softmax rounds the probability of some target to "
-                       "0 and log(0) = -inf: compute the loss in log space, F.cross_entropy or "
-                       "F.log_softmax, never log(softmax(logits)).")
-        # logsumexp(z) - z[target], a correct way to write the loss, subtracts two numbers of the
-        # logits' magnitude: it rounds by about eps * max|z| however small the loss, which input
-        # conditioning alone does not see (around 500 the loss itself can be 1e-5)
-        tol = (conditioned_tolerance(ref.lm_loss, [logits, targets], logits.dtype, reduction=B * T * V)
-               + tolerance(logits.dtype) * float(logits.abs().max()))
-        expect_close(got, expected, what, dtype=logits.dtype, tol=tol, hint=hint)
-
-    first = loss_case(2, 5, 7, scale=2.0, offset=0.0, seed=0)
-    got = call_lm_loss(submission, first["logits"], first["targets"],
-                       msg("lm_loss(logits of shape {logits}, targets of shape {targets})",
-                           logits=(2, 5, 7), targets=(2, 5)))
-    if shifted_again(got, first["logits"], first["targets"]):
+    if loss_shifts_again(submission):
         return          # flattened, but shifted once more: the target-shift check below judges it
     corners = [loss_case(B, T, V, scale=2.0, offset=0.0, seed=n) for n, (B, T, V) in enumerate(LOSS_SHAPES)]
-    explore(LOSS_CASES, matches, what="lm_loss", corners=corners)
+    explore(LOSS_CASES, lambda case: expect_loss(submission, case, FLATTEN_HINT), what="lm_loss",
+            corners=corners)
 
 
-@check(points=2, rule="loss-flattening", day=49, title="lm_loss averages over every position")
+LOG_SPACE_HINT = msg("With logits this large, softmax rounds the probability of some target to 0 "
+                     "and log(0) = -inf: compute the loss in log space, F.cross_entropy or "
+                     "F.log_softmax, never log(softmax(logits)).")
+
+
+@check(points=1, rule="numerical-stability", day=49, title="lm_loss stays exact for logits up to 1e4",
+       needs=("lm-loss-matches-flattened-cross-entropy",))
+def test_lm_loss_is_stable_for_large_logits(submission):
+    if loss_shifts_again(submission):
+        return          # the target-shift check judges a loss that shifts again
+    case = first_loss_case()
+    try:
+        expect_loss(submission, case, FLATTEN_HINT)
+    except CheckFailure:
+        fail(msg("lm_loss is not yet the cross-entropy on ordinary logits (see the check "
+                 "\"lm_loss is cross-entropy over (B*T, V) vs (B*T,)\"), so its numerics on large "
+                 "logits cannot be judged: fix that first."), symptoms=["value-mismatch"])
+
+    def stable(case):
+        try:
+            expect_loss(submission, case, LOG_SPACE_HINT, nan_symptom="softmax-overflow")
+        except CheckFailure as failure:
+            fail(failure.message, symptoms=failure.symptoms, **failure.evidence,
+                 diagnosis=[{"rule": "numerical-stability", "day": 49, "mutant": None,
+                             "message": msg("lm_loss loses its accuracy for large logits: compute "
+                                            "it in log space")}])
+
+    explore(LARGE_LOSS_CASES, stable, what="lm_loss")
+
+
+@check(points=1, rule="loss-flattening", day=49, title="lm_loss averages over every position")
 def test_lm_loss_is_a_mean(submission):
     B, T, V = 4, 8, 100
     logits = torch.zeros(B, T, V)         # every token equally likely: the loss is ln(V) everywhere
