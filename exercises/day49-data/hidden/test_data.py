@@ -568,14 +568,14 @@ LOSS_CASES = st.builds(loss_case, B=st.integers(1, 4), T=sizes(1, 9), V=st.integ
 # Logits of large magnitude, up to 1e4: where log(softmax(z)) rounds a probability to 0.
 LARGE_LOSS_CASES = st.builds(loss_case, B=st.integers(1, 4), T=sizes(1, 9), V=st.integers(2, 60),
                              scale=magnitudes((30.0, 500.0, 1e4)), offset=st.just(0.0), seed=seeds())
-LOSS_WHAT = "lm_loss(logits of shape {logits}, targets of shape {targets})"
 
 
 def expect_loss(submission, case, hint: str, nan_symptom: str = "value-mismatch"):
     """The learner's lm_loss on a case matches the reference, within the conditioned tolerance."""
     logits, targets = case["logits"], case["targets"]
     B, T, V = logits.shape
-    what = msg(LOSS_WHAT, logits=(B, T, V), targets=(B, T))
+    what = msg("lm_loss(logits of shape {logits}, targets of shape {targets})", logits=(B, T, V),
+               targets=(B, T))
     got = call_lm_loss(submission, logits, targets, what)
     expected = ref.lm_loss(logits.double(), targets)
     if B * T > 1 and float(expected) > 0 and abs(float(got) / float(expected) - B * T) < 1e-3 * B * T:
@@ -596,7 +596,8 @@ def first_loss_case() -> dict:
 def loss_shifts_again(submission) -> bool:
     case = first_loss_case()
     got = call_lm_loss(submission, case["logits"], case["targets"],
-                       msg(LOSS_WHAT, logits=(2, 5, 7), targets=(2, 5)))
+                       msg("lm_loss(logits of shape {logits}, targets of shape {targets})",
+                           logits=(2, 5, 7), targets=(2, 5)))
     return shifted_again(got, case["logits"], case["targets"])
 
 
