@@ -57,6 +57,12 @@ class CheckFailure(AssertionError):
         self.evidence = dict(evidence or {})
 
 
+class Unusable(CheckFailure):
+    """A check reached a learner file that cannot be used (its located problem) or a name its
+    module lacks (grader.session): no input changes that, so an explorer re-raises it as it is,
+    never shrunk."""
+
+
 def fail(message: str, *, symptoms=(), diagnosis=(), **evidence) -> NoReturn:
     raise CheckFailure(message, symptoms=symptoms, diagnosis=diagnosis, evidence=evidence)
 
