@@ -602,8 +602,8 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> Matc
         depth = min(len(p.parts) for p in hits)
         shallow = sorted(p for p in hits if len(p.parts) == depth)
         exact = [p for p in shallow if p.name == name]
-        if len(shallow) > 1 and len(exact) == 1:  # `data.py` beside `Data.py`
-            shallow = exact
+        if len(exact) == 1 and all(p.name.lower() == name.lower() for p in shallow):
+            shallow = exact  # `data.py` beside `Data.py`
         if len(shallow) > 1:
             # a re-upload on Canvas: the highest -N is the latest
             if canvas and all(logical(p) == name for p in shallow):
@@ -713,7 +713,16 @@ def read_source(source: Path, exercise: Exercise) -> Found:
     """SOURCE as one Found. The layout is decided per top-level entry: a Moodle-named entry is
     read as Moodle, Canvas-named flat files as Canvas (when they are at least half the flat
     files), everything else as the folder layout; a class that mixes them says so in its layout
-    ("moodle+folder"). Raises SourceError, naming SOURCE, when SOURCE as a whole is unreadable."""
+    ("moodle+folder"). Raises SourceError, naming SOURCE, when SOURCE as a whole is unreadable.
+    A learner's helper modules left out (match_files) are notes: the gradebook keeps files only,
+    so the summary and batch.json are where the instructor sees them."""
+    found = _read_source(source, exercise)
+    for inc in found.incoming:
+        found.notes += [Skipped(inc.learner, w, learner_like=False) for w in inc.warnings]
+    return found
+
+
+def _read_source(source: Path, exercise: Exercise) -> Found:
     source = Path(source)
     label = str(source)
     if source.is_symlink():
@@ -768,8 +777,10 @@ def _is_zip(path: Path) -> bool:
 
 
 def _incoming(exercise, tree, learner, *, layout, origin, canvas=False, **kw) -> Incoming:
-    files, problem, _ = match_files(exercise, tree, canvas=canvas)
-    return Incoming(learner=learner, files=files, problem=problem, layout=layout, origin=origin, **kw)
+    files, problem, warnings = match_files(exercise, tree, canvas=canvas)
+    return Incoming(
+        learner=learner, files=files, problem=problem, layout=layout, origin=origin, warnings=warnings, **kw
+    )
 
 
 def folder(tree: Tree, exercise: Exercise) -> Found:

@@ -63,6 +63,7 @@ class Incoming:
     late: bool = False
     problem: str | None = None  # why it cannot be graded (symlink, too large, ...)
     submitted_at: datetime | None = None
+    warnings: tuple = ()  # Messages: helper modules left out (never stored: batch prints them)
 
     @property
     def digest(self) -> str:
