@@ -241,9 +241,8 @@ def test_the_caps_in_use_are_the_table():
     import grader.limits as limits
     import grader.locale as locale
     import grader.sources as sources
-    import grader.submission as submission
     import reports.view as view
-    assert submission.MAX_FILE_BYTES == sources.MAX_FILE_BYTES == limits.LEARNER_FILE_BYTES == 1 << 20
+    assert sources.MAX_FILE_BYTES == limits.LEARNER_FILE_BYTES == 1 << 20  # submission reads through sources
     assert sources.MAX_ARCHIVE_MEMBERS == 50_000 and sources.MAX_ARCHIVE_BYTES == 2 << 30
     assert sources.MAX_RATIO == 200
     assert view.MAX_MESSAGE == locale.MAX_PARAM == limits.MESSAGE_CHARS == 64 * 1024
