@@ -269,11 +269,17 @@ def conditioned_tolerance(
     dtype: torch.dtype,
     reduction: int = 1,
     seed: int = 0,
+    exponential: bool = False,
 ) -> float:
     """The tolerance for a `dtype` result of reference_fn(*inputs): today's eps*sqrt(n) rule plus
     CONDITION_FACTOR times the most the float64 reference moves when each floating input is
     perturbed by a relative eps of `dtype` (seeded, CONDITION_TRIALS times). Other inputs (masks,
-    flags) are passed unchanged."""
+    flags) are passed unchanged.
+
+    exponential: the result is the exp of a difference of inputs (a softmax): a correct formula
+    may round that difference at the inputs' magnitude (exp(z - logsumexp(z)) does), an error of
+    eps * max|z| relative to the result even where no perturbation of z moves it (a saturated
+    softmax); that much is allowed too."""
     from grader.testkit import tolerance
 
     eps = torch.finfo(dtype).eps
@@ -284,7 +290,15 @@ def conditioned_tolerance(
     for _ in range(CONDITION_TRIALS):
         perturbed = [x * (1 + eps * _uniform(x.shape, g)) if _is_float(x) else x for x in exact]
         moved = max(moved, _moved(reference_fn(*perturbed), base))
+    if exponential:
+        moved = max(moved, eps * _largest(exact) * _largest([base]))
     return tolerance(dtype, reduction) + CONDITION_FACTOR * moved
+
+
+def _largest(tensors: Sequence) -> float:
+    """The largest finite magnitude among the floating tensors (0 if none)."""
+    finite = [x[torch.isfinite(x)].abs() for x in tensors if _is_float(x)]
+    return max((float(f.max()) for f in finite if f.numel()), default=0.0)
 
 
 def _uniform(shape, generator: torch.Generator) -> torch.Tensor:

@@ -209,3 +209,17 @@ def test_conditioned_tolerance_is_seeded_and_passes_masks_through():
     first = conditioned_tolerance(masked, [z, mask], torch.float16, reduction=4)
     assert first == conditioned_tolerance(masked, [z, mask], torch.float16, reduction=4)
     assert first < 1  # -inf entries stay -inf: they move nothing
+
+
+def test_a_saturated_logsumexp_softmax_passes_with_the_exponential_allowance():
+    z = torch.tensor([26600.0, 10000.0, -5000.0, 26590.0])  # the winner's exponent rounds at 2.7e4
+    got = torch.exp(z - torch.logsumexp(z, dim=-1, keepdim=True))
+    expected = softmax64(z.double())
+    tol = conditioned_tolerance(softmax64, [z], torch.float32, reduction=4)
+    with pytest.raises(CheckFailure):  # no perturbation of z moves a saturated softmax
+        expect_close(got, expected, "softmax", dtype=torch.float32, tol=tol)
+    tol = conditioned_tolerance(softmax64, [z], torch.float32, reduction=4, exponential=True)
+    expect_close(got, expected, "softmax", dtype=torch.float32, tol=tol)
+    floored = torch.zeros_like(z)  # the softmax-max-floor mutant's zeros stay refused
+    with pytest.raises(CheckFailure):
+        expect_close(floored, expected, "softmax", dtype=torch.float32, tol=tol)

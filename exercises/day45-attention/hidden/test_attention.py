@@ -69,7 +69,8 @@ def softmax_prop(submission, **expect):
         expect_close(submission.attention.stable_softmax(z, dim=dim), ref.stable_softmax(z.double(), dim=dim),
                      msg("stable_softmax(z of shape {shape}, dim={dim})", shape=tuple(z.shape), dim=dim),
                      dtype=z.dtype, reduction=z.shape[dim], tol=lambda: conditioned_tolerance(
-                         lambda z: ref.stable_softmax(z, dim=dim), [z], z.dtype, reduction=z.shape[dim]),
+                         lambda z: ref.stable_softmax(z, dim=dim), [z], z.dtype, reduction=z.shape[dim],
+                         exponential=True),
                      **expect)
     return prop
 
@@ -205,7 +206,7 @@ def diagnose_scale(submission):
 
 
 @check(points=3, rule="attention-scaling", day=43, title="attention matches softmax(QK^T/sqrt(d_k))V",
-       needs=("softmax-matches-reference",))
+       needs=("softmax-matches-reference", "softmax-large-logits"))
 def test_attention_matches_reference(submission):
     diagnose_scale(submission)
     corners = [dict(zip("qkv", qkv(batch, T_q, T_k, d_k, seed=10 * seed)))
@@ -276,7 +277,7 @@ def test_causal_attention_has_no_future_leak(submission):
 
 
 @check(points=2, rule="numerical-stability", day=45, title="masks, and a query with every key blocked",
-       needs=("attention-matches-reference",))
+       needs=("attention-matches-reference", "causal-attention-matches-reference"))
 def test_attention_with_mask_and_fully_blocked_rows(submission):
     B, T, d_k = 2, 5, 4
     q, k, v = qkv((B, 2), T, T, d_k, seed=21)
@@ -315,7 +316,8 @@ def half_precision_prop(submission):
 
 
 @check(points=3, rule="numerical-stability", day=45, title="attention in float16 and bfloat16",
-       needs=("attention-with-mask-and-fully-blocked-rows",))
+       needs=("attention-matches-reference", "causal-attention-matches-reference",
+              "attention-with-mask-and-fully-blocked-rows"))
 def test_attention_in_half_precision(submission):
     B, T, d_k = 2, 6, 8
     mask = torch.zeros(B, 1, T, T, dtype=torch.bool)
@@ -363,7 +365,8 @@ def test_mha_rejects_indivisible_heads(submission):
     exc = expect_raises(lambda: submission.attention.MultiHeadAttention(10, 3), "ValueError",
                         "MultiHeadAttention(d_model=10, n_head=3)",
                         hint=msg("d_k = d_model // n_head must be a whole number."))
-    if "n_head" not in exc.learner_message and "d_model" not in exc.learner_message:
+    # the argument named in any spelling learners' sources use: n_head, num_heads, heads; d_model, embed_dim, dim
+    if not any(word in str(exc.learner_message).lower() for word in ("head", "d_model", "dim")):
         fail(msg("the ValueError should name the argument that is wrong (n_head or d_model), got: "
                  "{message}", message=repr(exc.learner_message)))
 
@@ -451,7 +454,8 @@ def test_mha_matches_reference(submission):
 
 
 @check(points=2, rule="causal-mask", day=45, title="padding_mask blocks padded keys",
-       needs=("split-and-merge-heads", "attention-with-mask-and-fully-blocked-rows"))
+       needs=("mha-matches-reference", "split-and-merge-heads", "attention-matches-reference",
+              "causal-attention-matches-reference", "attention-with-mask-and-fully-blocked-rows"))
 def test_mha_padding_mask(submission):
     B, T, d_model, h = 2, 6, 8, 2
     pad = torch.zeros(B, T, dtype=torch.bool)
@@ -483,7 +487,7 @@ def wrong_head_split(submission):
 
 
 @check(points=2, rule="causal-mask", day=44, title="multi-head attention never sees the future",
-       needs=("split-and-merge-heads", "causal-attention-matches-reference"))
+       needs=("split-and-merge-heads", "attention-matches-reference", "causal-attention-matches-reference"))
 def test_mha_has_no_future_leak(submission):
     B, T, d_model, h = 2, 7, 8, 2
     _, learner = mha_pair(submission, d_model, h, True, seed=3)
