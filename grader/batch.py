@@ -89,7 +89,9 @@ def failed(exercise: Exercise, kind: str, message, student: str | None) -> Grade
 
 def grade_task(task: dict) -> dict:
     """Grade one submission (a worker process: local pool or Dask). Never raises for a learner's
-    sake: a malformed TOML file is `unreadable`; only the grader's own failures are `error`."""
+    sake: a quiz whose sheet is not TOML is `unreadable` (a 0 naming file, line and column); a
+    code exercise's malformed TOML fails only the checks that read it; only the grader's own
+    failures are `error`."""
     with _grading:
         started = _now()
         exercise_id, learner = task["exercise"], task["learner"]
@@ -102,6 +104,7 @@ def grade_task(task: dict) -> dict:
             from grader.doctor import JailUnsound
             from grader.grading import grade
             from grader.jail.client import CpuShare
+            from grader.sources import helper_name
 
             if threading.current_thread() is not threading.main_thread():
                 CpuShare.enabled = False  # a Dask worker's thread: other workers share the CPUs
@@ -119,8 +122,13 @@ def grade_task(task: dict) -> dict:
                 folder = Path(tmp) / "submission"
                 folder.mkdir()
                 for name, data in task["files"].items():
-                    if "/" in name or name.startswith(".") or name not in exercise.files:
-                        continue  # only the exercise's own file names
+                    # only the exercise's own file names and helper modules (a plain name each)
+                    if (
+                        "/" in name
+                        or name.startswith(".")
+                        or not (name in exercise.files or helper_name(name, exercise))
+                    ):
+                        continue
                     (folder / name).write_bytes(data)
                 try:
                     result, status = grade(exercise, folder, student=learner), "graded"

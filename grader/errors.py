@@ -133,7 +133,15 @@ class JailError(GraderError):
 
 
 class JailTimeout(JailError):
+    """`where`: for a wait the grader stopped, the learner's stack frames at that moment,
+    innermost first, each (function, file, line), from the jail's stack sample (parsed and capped:
+    grader.jail.client; [] when none came); None for a timeout no wait ended (CPU time, wall)."""
+
     kind, symptom = "timeout", "timeout"
+
+    def __init__(self, message, where: list[tuple[str, str, int]] | None = None):
+        super().__init__(message)
+        self.where = list(where) if where is not None else None
 
 
 class JailMemory(JailError):

@@ -11,14 +11,13 @@ from pathlib import Path
 
 from grader import __version__
 from grader.doctor import ensure_sound as ensure_jail_sound
-from grader.errors import learner_text
 from grader.exercises import exercise_dir, load_exercise
-from grader.jail.client import JailError
+from grader.jail.client import JailError, JailTimeout
 from grader.locale import message_of, msg
 from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError, Printed
 from grader.quiz import grade_answers
-from grader.runner import run_hidden_tests
-from grader.session import SubmissionSession
+from grader.runner import run_hidden_tests, stopped_at
+from grader.session import SubmissionSession, import_problem
 from grader.submission import InvalidSubmission, SubmittedFiles, read_submission
 
 
@@ -84,9 +83,19 @@ def grade_quiz(exercise: Exercise, submitted: SubmittedFiles, student: str | Non
 
 
 def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
+    unusable = [f for f in exercise.files if f in submitted.problems]
+    if unusable and len(unusable) == len(exercise.files):  # nothing of it can be graded
+        return failed_grade(exercise, "invalid-submission", submitted.problems[unusable[0]])
     # the jail receives the files' bytes: the learner's folder is never written to, nor mounted
     names = {file.removesuffix(".py"): list(n) for file, n in exercise.names.items()}
-    session = SubmissionSession(None, exercise.modules, exercise.limits, files=submitted.files, names=names)
+    session = SubmissionSession(
+        None,
+        exercise.modules,
+        exercise.limits,
+        files=submitted.files,
+        names=names,
+        problems=submitted.problems,
+    )
     session.toml = submitted.toml
     try:
         # the jail starts and imports the learner's modules while pytest collects the hidden
@@ -101,7 +110,13 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
         if collected.problem is not None:
             kind, message = collected.problem
             return assemble(
-                exercise, [], [], GradeError(kind=kind, message=message), session.isolation, session.output()
+                exercise,
+                [],
+                [],
+                GradeError(kind=kind, message=message),
+                session.isolation,
+                session.output(),
+                submitted.warnings,
             )
         error = None
         if session.budget_exhausted:  # the checks after that point could not run
@@ -114,45 +129,35 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
                 ),
             )
         return assemble(
-            exercise, collected.results, collected.diagnoses, error, session.isolation, session.output()
+            exercise,
+            collected.results,
+            collected.diagnoses,
+            error,
+            session.isolation,
+            session.output(),
+            submitted.warnings,
         )
     finally:
         session.close()
 
 
 def loaded(session: SubmissionSession, exercise: Exercise) -> tuple[str, str] | None:
-    """Wait for the learner's modules to be imported in the jail; (error kind, message) if that
-    failed or a module lacks a name the exercise asks for."""
+    """Wait for the learner's modules to be imported in the jail. (error kind, message) only when
+    nothing can be graded: the jail died at import, or every learner file is unusable (a broken
+    module, a malformed TOML file); otherwise each check that reaches a broken module or a
+    missing name fails on its own (SubmissionSession._usable)."""
     try:
         session.ensure_jail()
     except JailError as exc:
-        return exc.kind, msg("the submission could not be loaded: {detail}", detail=exc.message)
-    for module, error in session.import_errors.items():
+        detail = exc.message
+        if isinstance(exc, JailTimeout) and exc.where:
+            detail = stopped_at(exc.message, exc.where)
+        return exc.kind, msg("the submission could not be loaded: {detail}", detail=detail)
+    usable_toml = [f for f in exercise.files if f.endswith(".toml") and f in session.toml]
+    if exercise.modules and all(m in session.broken for m in exercise.modules) and not usable_toml:
+        module = exercise.modules[0]
+        error = session.import_errors.get(module)
         if error is not None:
-            kind = "memory" if error.get("memory") else "crash"
-            text = learner_text(error)
-            if error.get("where"):
-                return kind, msg(
-                    "importing {module}.py raised {type} at {where}: {message}",
-                    module=module,
-                    type=str(error.get("type")),
-                    where=str(error["where"]),
-                    message=text,
-                )
-            return kind, msg(
-                "importing {module}.py raised {type}: {message}",
-                module=module,
-                type=str(error.get("type")),
-                message=text,
-            )
-    for file, names in exercise.names.items():
-        missing = session.missing.get(file.removesuffix(".py"), [])
-        if missing:
-            return "invalid-submission", msg(
-                "{file} does not define {missing} (the exercise asks for {names}; see the starter's "
-                "docstrings)",
-                file=file,
-                missing=", ".join(missing),
-                names=", ".join(names),
-            )
+            return import_problem(module, error)
+        return "invalid-submission", session.problems.get(f"{module}.py") or session.broken[module]
     return None

@@ -12,7 +12,8 @@ Per exercise (exercise.toml `[limits]`, defaults as SPEC.md's "Default limits"):
     key            default    bounds
     =============  =========  ===============================================================
     wall_seconds   120        the whole submission, every check's calls together
-    call_seconds   60         any one call into the jail
+    call_seconds   60         any one call into the jail with no reference counterpart to
+                              time (else see CALL_FLOOR_SECONDS); at most what wall_seconds left
     memory_mb      4096       address space on top of what the warm runtime maps (RLIMIT_AS)
     processes      256        processes and threads of the jail's own uid (RLIMIT_NPROC)
     file_size_mb   64         any file written, printed output included (RLIMIT_FSIZE)
@@ -29,7 +30,17 @@ For every exercise:
     ============================  ========  =================================================
     LEARNER_FILE_BYTES            1 MiB     one learner file, read from disk or an archive
     SUBMISSION_BYTES              8 MiB     all of one submission's files, sent to the jail
+    HELPER_FILES                  16        helper modules: other .py files beside the
+                                            learner files, sent with them ...
+    HELPER_BYTES                  256 KiB   ... and their size together (more: left out,
+                                            with a warning)
     JAIL_READY_SECONDS            30        a jail's start-up (at most call_seconds)
+    CALL_FLOOR_SECONDS            2         one call into the jail, at least (its budget is
+    CALL_BUDGET_FACTOR            20        max(floor, factor x the reference's time for the
+                                            same call); no reference counterpart: call_seconds
+    STACK_SAMPLE_SECONDS          0.2       a call over budget: the wait for its stack sample
+    STACK_SAMPLE_BYTES            16 KiB    ... the bytes of it read (learner text)
+    STACK_FRAMES                  3         ... the learner's frames kept, innermost first
     ARCHIVE_MEMBERS               50,000    members of one archive (a class's export)
     ARCHIVE_BYTES                 2 GiB     an archive on disk, and its members' inflated size
     NESTED_ARCHIVE_BYTES          64 MiB    a learner's own zip inside an export
@@ -136,7 +147,16 @@ class Limits(BaseModel):
 # -- learner files ----------------------------------------------------------------------------
 LEARNER_FILE_BYTES = 1 * MiB  # one learner file (grader.submission, grader.sources)
 SUBMISSION_BYTES = 8 * MiB  # all files of one submission, as the jail receives them
+HELPER_FILES = 16  # a learner's own helper modules (grader.sources.match_files) ...
+HELPER_BYTES = 256 * KiB  # ... and their bytes together; past either, the rest is left out
 JAIL_READY_SECONDS = 30.0  # a jail's start-up, when call_seconds is longer
+
+# -- time per call (grader.budgets): max(floor, factor x the reference's own time for that call) --
+CALL_FLOOR_SECONDS = 2.0  # any call into the jail may take this long, however fast the reference
+CALL_BUDGET_FACTOR = 20.0  # ... or this many times the reference's time for the same call
+STACK_SAMPLE_SECONDS = 0.2  # a call over budget: how long the jail's stack sample is waited for
+STACK_SAMPLE_BYTES = 16 * KiB  # ... and read of it (the text is the learner's)
+STACK_FRAMES = 3  # the learner's frames kept from it, innermost first
 
 # -- archives (grader.sources: a class's export, read in memory, never extracted) ------------
 ARCHIVE_MEMBERS = 50_000  # members of one archive

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.jail.client import JailError, LearnerError
+from grader.jail.client import JailError, JailTimeout, LearnerError
 from grader.locale import message_of, msg
 from grader.models import CheckResult, Diagnosis
 from grader.testkit import CheckFailure, take_attachments
@@ -140,6 +140,8 @@ def explain(exc: BaseException) -> tuple[str, list[str], dict]:
         )
     if isinstance(exc, JailError):
         detail = exc.message
+        if isinstance(exc, JailTimeout) and exc.where:
+            detail = stopped_at(exc.message, exc.where)
         kinds = {
             "timeout": msg("timeout: {detail}", detail=detail),
             "memory": msg("memory: {detail}", detail=detail),
@@ -154,6 +156,32 @@ def explain(exc: BaseException) -> tuple[str, list[str], dict]:
         msg("internal grader error in this check ({type}: {error})", type=type(exc).__name__, error=str(exc)),
         [],
         {},
+    )
+
+
+def stopped_at(what, where: list[tuple[str, str, int]]):
+    """A timeout's message with where the learner's code was: the innermost learner frame, and
+    the one that called it when there is one."""
+    function, file, line = where[0]
+    if len(where) > 1:
+        outer, outer_file, outer_line = where[1]
+        return msg(
+            "{what}; your code was in {function} at {file} line {line} (called from {outer} at "
+            "{outer_file} line {outer_line}) when it was stopped",
+            what=what,
+            function=function,
+            file=file,
+            line=line,
+            outer=outer,
+            outer_file=outer_file,
+            outer_line=outer_line,
+        )
+    return msg(
+        "{what}; your code was in {function} at {file} line {line} when it was stopped",
+        what=what,
+        function=function,
+        file=file,
+        line=line,
     )
 
 

@@ -6,6 +6,11 @@
 
 Values that come back are plain Python data and this process's own tensors. A jail that dies is
 replaced by a fresh one for the next check; the handles of the dead one stop working.
+
+Each call has a time budget (grader.budgets: a multiple of the reference's time for the same call,
+with a floor); a call over it fails its check with where the learner's code was when it was
+stopped. A learner module that cannot be used (its file has a problem, or its import raised) and a
+name a module lacks fail only the checks that reach them (`submission.<module>.<name>`).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from grader.budgets import CallBudgets
 from grader.errors import learner_text
 from grader.jail.client import (
     CpuShare,
@@ -28,6 +34,7 @@ from grader.jail.client import (
     read_submission_files,
 )
 from grader.jail.wire import Handle
+from grader.limits import CALL_FLOOR_SECONDS
 from grader.locale import Message, msg
 
 
@@ -82,9 +89,12 @@ class SubmissionSession:
         zygote=None,
         files: dict[str, bytes] | None = None,
         names: dict[str, list[str]] | None = None,
+        problems: dict[str, Message] | None = None,
     ):
         """root: a folder holding the learner's files; or None, with `files` (name -> bytes).
-        names: {module: [name]} that SPEC asks each module to define; see `missing`."""
+        names: {module: [name]} that SPEC asks each module to define; see `missing`.
+        problems: learner file name -> why that file cannot be used (SubmittedFiles.problems):
+        such a module is not imported, and the checks that reach it fail with the problem."""
         freeze_long_lived_objects()
         self.root = Path(root) if root is not None else None
         self.modules = list(modules)
@@ -107,19 +117,27 @@ class SubmissionSession:
         # with the next request, or at the end of the check, to save a round trip each
         self._pending: list[tuple[dict, str, int]] = []
         self.toml: dict[str, dict] = {}  # the submission's TOML files, parsed (hidden tests read them)
+        self.problems: dict[str, Message] = dict(problems or {})
+        # module -> why it cannot be used: its file's problem now, its import error once ready
+        self.broken: dict[str, Message] = {
+            m: self.problems[f"{m}.py"] for m in self.modules if f"{m}.py" in self.problems
+        }
+        self.budgets = CallBudgets(self.modules, limits.call_seconds)
 
     # -- jail lifecycle ---------------------------------------------------------------------------------
     def budget_left(self) -> float:
         return self.limits.wall_seconds - (time.monotonic() - self.started)
 
-    def _timeout(self) -> float:
+    def _timeout(self, budget: float | None = None) -> float:
+        """The wait for one reply: the call's budget (call_seconds if none), within what is left
+        of the submission's wall_seconds."""
         left = self.budget_left()
         if left <= 0:
             self.budget_exhausted = True
             raise JailTimeout(
                 msg("the submission used up its {seconds:.0f} s", seconds=self.limits.wall_seconds)
             )
-        return min(left, self.limits.call_seconds)
+        return min(left, self.limits.call_seconds if budget is None else budget)
 
     def start(self) -> None:
         """Start the jail and let it import the learner's modules while the caller goes on."""
@@ -151,7 +169,7 @@ class SubmissionSession:
             zygote=zygote,
             files=self._files,
             cpu=self._cpu.take(),
-            modules=self.modules,
+            modules=[m for m in self.modules if m not in self.problem_modules()],
             names=self.names,
             wait=False,
             timeout=timeout,
@@ -172,10 +190,10 @@ class SubmissionSession:
             and all(isinstance(n, list) and all(isinstance(x, str) for x in n) for n in missing.values())
         ):
             raise broke_protocol(jail, msg("a malformed ready reply"))
-        self.import_errors = dict(imports)
-        self.missing = {m: list(n) for m, n in missing.items()}
         if self.generation > 0:
-            failed = {m: e for m, e in self.import_errors.items() if e is not None}
+            # a module broken in the first jail stays broken (its checks fail with that); one
+            # that imported then and fails now is not the same code twice: this check fails
+            failed = {m: e for m, e in imports.items() if e is not None and self.import_errors.get(m) is None}
             if failed:
                 module, error = next(iter(failed.items()))
                 text = learner_text(error)
@@ -187,12 +205,25 @@ class SubmissionSession:
                         message=text if isinstance(text, Message) else text[:500],
                     )
                 )
+            return
+        self.import_errors = dict(imports)
+        self.missing = {m: list(n) for m, n in missing.items()}
+        for module, error in self.import_errors.items():
+            if error is not None and module not in self.broken:
+                self.broken[module] = import_problem(module, error)[1]
 
-    def request(self, op: str, **fields):
+    def problem_modules(self) -> set[str]:
+        """The learner modules whose file has a problem: never imported."""
+        return {m for m in self.modules if f"{m}.py" in self.problems}
+
+    def request(self, op: str, budget: float | None = None, **fields):
+        """One request; `budget`: its seconds (default: the floor, for the grader's own requests
+        that run little learner code: attributes, parameters, state)."""
         jail = self.ensure_jail()
+        budget = CALL_FLOOR_SECONDS if budget is None else budget
         if not self._pending:
-            return jail.request(op, self._timeout(), **fields)
-        return self._send_pending(jail, {"op": op, **fields})
+            return jail.request(op, self._timeout(budget), **fields)
+        return self._send_pending(jail, {"op": op, **fields}, budget)
 
     def flush(self) -> None:
         """Send what is pending (end of a check): a load that fails fails the check that asked."""
@@ -207,12 +238,12 @@ class SubmissionSession:
         if self.jail is not None:
             self.jail.drop_if_broken()
 
-    def _send_pending(self, jail: Jail, then: dict | None):
+    def _send_pending(self, jail: Jail, then: dict | None, budget: float = CALL_FLOOR_SECONDS):
         pending, self._pending = self._pending, []
         if any(generation != self.generation for _, _, generation in pending):
             raise JailError(msg("this object lived in a jail that has since died"))
         requests = [r for r, _, _ in pending] + ([then] if then is not None else [])
-        result = jail.request("batch", self._timeout(), requests=requests)
+        result = jail.request("batch", self._timeout(CALL_FLOOR_SECONDS + budget), requests=requests)
         done = result.get("done") if isinstance(result, dict) else None
         if not isinstance(done, list) or not done or len(done) > len(requests):
             raise broke_protocol(jail, msg("a malformed batch reply"))
@@ -273,9 +304,13 @@ class SubmissionSession:
     def train_lm(
         self, model: Remote, data, *, steps: int, batch_size: int, block_size: int, lr: float, seed: int = 0
     ) -> list[float]:
-        losses = self.request(
+        target = self._target(model)
+        budget = self.budgets.for_training(self.generation, target, steps, batch_size, block_size)
+        losses = self._timed(
+            msg("training {model} for {steps} steps", model=model._label, steps=steps),
+            budget,
             "train_lm",
-            target=self._target(model),
+            target=target,
             data=data,
             steps=steps,
             batch_size=batch_size,
@@ -295,15 +330,95 @@ class SubmissionSession:
 
     def _target(self, remote: Remote) -> dict:
         target = dict(remote._target)
+        if "module" in target:  # a module is the same in every jail: only handles die with theirs
+            target.pop("generation", None)
+            self._usable(str(target["module"]), target.get("path", []))
+            return target
         if target.pop("generation", self.generation) != self.generation:
             raise JailError(msg("this object lived in a jail that has since died"))
         return target
 
+    def _usable(self, module: str, path: list) -> None:
+        """A check that reaches a broken module, or a name it lacks, fails here, with why; the
+        checks that do not reach them run as usual."""
+        if module not in self.modules:
+            return  # torch, numpy: not the learner's
+        self.ensure_jail()  # the import's outcome decides
+        from grader.testkit import CheckFailure  # testkit imports this module
+
+        if module in self.broken:
+            raise CheckFailure(self.broken[module], symptoms=["exception"])
+        lacking = self.missing.get(module, [])
+        if path and path[0] in lacking:
+            raise CheckFailure(
+                msg(
+                    "{file} does not define {missing} (the exercise asks for {names}; see the starter's "
+                    "docstrings)",
+                    file=f"{module}.py",
+                    missing=str(path[0]),
+                    names=", ".join(self.names.get(module, [])),
+                ),
+                symptoms=["exception"],
+            )
+
+    def toml_file(self, name: str) -> dict:
+        """A learner TOML file, parsed; a file that did not parse (or is missing) fails the check
+        that reads it, with its located problem, and only that check."""
+        if name in self.toml:
+            return self.toml[name]
+        from grader.testkit import CheckFailure
+
+        problem = self.problems.get(name) or msg(
+            "missing file: {missing} (this exercise needs {files})", missing=name, files=name
+        )
+        raise CheckFailure(problem, symptoms=["exception"])
+
     def _call(self, remote: Remote, args, kwargs):
+        target = self._target(remote)
         args = [_unwrap(self, a) for a in args]
         kwargs = {k: _unwrap(self, v) for k, v in kwargs.items()}
-        result = self.request("call", target=self._target(remote), args=args, kwargs=kwargs)
+        generation = self.generation
+        budget = self.budgets.for_call(generation, target, args, kwargs)
+        label = remote._label if remote._label.endswith(")") else f"{remote._label}(...)"
+        result = self._timed(label, budget, "call", target=target, args=args, kwargs=kwargs)
+        if isinstance(result, Handle):
+            self.budgets.made(generation, result, target, args, kwargs)
         return _wrap(self, result, remote._label)
+
+    def _timed(self, what, budget: float, op: str, **fields):
+        """A request that runs the learner's code for as long as `budget`: over it, the error
+        says which call, its budget, and (JailTimeout.where) where the code was."""
+        left = self.budget_left()
+        try:
+            return self.request(op, budget, **fields)
+        except JailTimeout as exc:
+            if exc.where is None or left < budget:  # the submission's whole budget ran out first
+                self.budget_exhausted = True
+                raise
+            raise JailTimeout(
+                msg("{call} ran over its {seconds:g} s budget", call=what, seconds=round(budget, 1)),
+                where=exc.where,
+            ) from None
+
+
+def import_problem(module: str, error: dict) -> tuple[str, Message]:
+    """(error kind, message) of a learner module whose import raised in the jail."""
+    kind = "memory" if error.get("memory") else "crash"
+    text = learner_text(error)
+    if error.get("where"):
+        return kind, msg(
+            "importing {module}.py raised {type} at {where}: {message}",
+            module=module,
+            type=str(error.get("type")),
+            where=str(error["where"]),
+            message=text,
+        )
+    return kind, msg(
+        "importing {module}.py raised {type}: {message}",
+        module=module,
+        type=str(error.get("type")),
+        message=text,
+    )
 
 
 def broke_protocol(jail: Jail | None, detail) -> JailCrash:

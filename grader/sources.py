@@ -31,22 +31,27 @@ import bz2  # noqa: F401 - zipfile's bzip2 members: its errors are among READ_ER
 import functools
 import hashlib
 import io
+import keyword
 import lzma
 import os
 import re
 import stat
 import struct
+import sys
 import unicodedata
 import zipfile
 import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from grader.errors import SourceError
 from grader.limits import ARCHIVE_BYTES as MAX_ARCHIVE_BYTES  # the caps: grader/limits.py
 from grader.limits import ARCHIVE_MEMBERS as MAX_ARCHIVE_MEMBERS
 from grader.limits import CENTRAL_DIRECTORY_BYTES as MAX_DIRECTORY_BYTES
+from grader.limits import HELPER_BYTES as MAX_HELPER_BYTES
+from grader.limits import HELPER_FILES as MAX_HELPER_FILES
 from grader.limits import INFLATION_CHECKED_ABOVE
 from grader.limits import INFLATION_RATIO as MAX_RATIO
 from grader.limits import LEARNER_FILE_BYTES as MAX_FILE_BYTES
@@ -259,44 +264,55 @@ def read_folder(root: Path, exercise: Exercise) -> Tree:
 
 
 def _read_learner_folder(path: Path, key: PurePosixPath, exercise: Exercise) -> Tree:
+    """One learner's folder, walked level by level, shallowest first, and no deeper once every
+    exercise file has been seen by name: match_files takes the shallowest, so what lies below
+    cannot change what it finds (and `grader grade EX .` in a checkout with .git or a venv stays
+    within LEARNER_FOLDER_FILES)."""
     tree: Tree = {key: Entry(is_dir=True)}
-    stack = [(path, key)]
+    wanted = {f.lower() for f in exercise.files}
+    seen: set[str] = set()
+    level = [(path, key)]
     count = 0
-    while stack:
-        folder, folder_key = stack.pop()
-        try:
-            it = os.scandir(folder)
-        except OSError as exc:
-            tree[folder_key / LEARNER_PROBLEM] = Entry(
-                problem=msg("{name} cannot be read: {error}", name=str(folder_key), error=exc.strerror or ""),
-                fatal=True,
-            )
-            continue
-        with it:
-            for e in it:
-                if _ignored((e.name,)):
-                    continue
-                count += 1
-                if count > MAX_FOLDER_FILES:  # stop here: the rest is never listed
-                    return {
-                        key: Entry(is_dir=True),
-                        key / LEARNER_PROBLEM: Entry(
-                            problem=msg(
-                                "{name} holds more than {limit} files and folders; is this a submission?",
-                                name=str(key),
-                                limit=MAX_FOLDER_FILES,
+    while level and not wanted <= seen:
+        below = []
+        for folder, folder_key in level:
+            try:
+                it = os.scandir(folder)
+            except OSError as exc:
+                tree[folder_key / LEARNER_PROBLEM] = Entry(
+                    problem=msg(
+                        "{name} cannot be read: {error}", name=str(folder_key), error=exc.strerror or ""
+                    ),
+                    fatal=True,
+                )
+                continue
+            with it:
+                for e in it:
+                    if _ignored((e.name,)):
+                        continue
+                    count += 1
+                    if count > MAX_FOLDER_FILES:  # stop here: the rest is never listed
+                        return {
+                            key: Entry(is_dir=True),
+                            key / LEARNER_PROBLEM: Entry(
+                                problem=msg(
+                                    "{name} holds more than {limit} files and folders; is this a submission?",
+                                    name=str(key),
+                                    limit=MAX_FOLDER_FILES,
+                                ),
+                                fatal=True,
                             ),
-                            fatal=True,
-                        ),
-                    }
-                child = folder_key / canonical_name(e.name)
-                if child in tree:
-                    tree[key / LEARNER_PROBLEM] = _twice(str(child))
-                elif e.is_dir(follow_symlinks=False):
-                    tree[child] = Entry(is_dir=True)
-                    stack.append((Path(e.path), child))
-                else:
-                    tree[child] = _read_file(e, child.name, exercise)
+                        }
+                    child = folder_key / canonical_name(e.name)
+                    if child in tree:
+                        tree[key / LEARNER_PROBLEM] = _twice(str(child))
+                    elif e.is_dir(follow_symlinks=False):
+                        tree[child] = Entry(is_dir=True)
+                        below.append((Path(e.path), child))
+                    else:
+                        tree[child] = _read_file(e, child.name, exercise)
+                        seen.add(child.name.lower())
+        level = below
     return tree
 
 
@@ -523,23 +539,33 @@ def subtree(tree: Tree, top: str) -> Tree:
 # -- matching a learner's files with the exercise's -----------------------------------------------
 
 
-def match_files(
-    exercise: Exercise, tree: Tree, *, canvas: bool = False
-) -> tuple[dict[str, bytes], str | None]:
-    """The exercise files found in one learner's tree, and a problem that stops grading (or None).
-    Missing files are simply absent: grading then says which are missing, as for `grader grade`."""
+class Matched(NamedTuple):
+    """One learner's files as found: the exercise files plus their helper modules (name ->
+    contents), a problem that stops grading (or None), and warnings (helpers left out)."""
+
+    files: dict[str, bytes]
+    problem: str | None = None
+    warnings: tuple[str, ...] = ()  # Messages
+
+
+def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> Matched:
+    """The exercise files found in one learner's tree, with the helper modules beside them: the
+    one rule `grader grade`, `grader batch`, `grader submit` and the server find learner files by.
+    Missing files are simply absent: grading then says which are missing. A file named like an
+    exercise file but for its case (`Data.py`) is that file; the exact name wins a tie."""
+    wanted = {f.lower(): f for f in exercise.files}
 
     def logical(path: PurePosixPath) -> str:
         name = path.name
         if canvas and name not in exercise.files:
             m = REUPLOAD.match(name)
-            if m and (m["stem"] + (m["suffix"] or "")) in exercise.files:
-                return m["stem"] + (m["suffix"] or "")
-        return name
+            if m and (m["stem"] + (m["suffix"] or "")).lower() in wanted:
+                name = m["stem"] + (m["suffix"] or "")
+        return wanted.get(name.lower(), name)
 
     fatal = [e.problem for e in tree.values() if e.fatal]
     if fatal:
-        return {}, fatal[0]
+        return Matched({}, fatal[0])
     tree = {p: e for p, e in tree.items() if not e.is_dir}
     nested = [p for p, e in tree.items() if p.suffix.lower() == ".zip" and e.data is not None]
     direct = {logical(p) for p in tree} & set(exercise.files)
@@ -549,47 +575,114 @@ def match_files(
                 tree[nested[0]].data, exercise, max_total=MAX_NESTED_BYTES, label=f"{nested[0].name}"
             )
         except SourceError as exc:
-            return {}, message_of(exc)
+            return Matched({}, message_of(exc))
         inner = {p: e for p, e in inner.items() if p.suffix.lower() != ".zip"}  # one level only
         return match_files(exercise, inner, canvas=canvas)
 
     files: dict[str, bytes] = {}
+    where: dict[str, PurePosixPath] = {}
     for name in exercise.files:
         hits = [p for p in tree if logical(p) == name]
         if not hits and len(exercise.files) == 1:
             suffix = Path(name).suffix
             hits = [p for p in tree if p.suffix == suffix]
             if len(hits) > 1:
-                return {}, msg(
-                    "{count} {suffix} files ({files}) and none named {name}: which one is the submission?",
-                    count=len(hits),
-                    suffix=suffix,
-                    files=", ".join(sorted(map(str, hits))[:4]),
-                    name=name,
+                return Matched(
+                    {},
+                    msg(
+                        "{count} {suffix} files ({files}) and none named {name}: which one is the submission?",  # noqa: E501
+                        count=len(hits),
+                        suffix=suffix,
+                        files=", ".join(sorted(map(str, hits))[:4]),
+                        name=name,
+                    ),
                 )
         if not hits:
             continue
         depth = min(len(p.parts) for p in hits)
         shallow = sorted(p for p in hits if len(p.parts) == depth)
+        exact = [p for p in shallow if p.name == name]
+        if len(exact) == 1 and all(p.name.lower() == name.lower() for p in shallow):
+            shallow = exact  # `data.py` beside `Data.py`
         if len(shallow) > 1:
             # a re-upload on Canvas: the highest -N is the latest
             if canvas and all(logical(p) == name for p in shallow):
                 shallow = [max(shallow, key=lambda p: _reupload_number(p.name))]
             else:
-                return {}, msg(
-                    "{count} files could be {name}: {files}",
-                    count=len(shallow),
-                    name=name,
-                    files=", ".join(map(str, shallow[:4])),
+                return Matched(
+                    {},
+                    msg(
+                        "{count} files could be {name}: {files}",
+                        count=len(shallow),
+                        name=name,
+                        files=", ".join(map(str, shallow[:4])),
+                    ),
                 )
         entry = tree[shallow[0]]
         if entry.problem:
-            return {}, entry.problem
+            return Matched({}, entry.problem)
         files[name] = entry.data or b""
-    return files, None
+        where[name] = shallow[0]
+    helpers, warnings = _helpers(exercise, tree, where)
+    return Matched({**files, **helpers}, None, tuple(warnings))
 
 
-def read_learner(path: Path, exercise: Exercise) -> tuple[dict[str, bytes], str | None]:
+# Module names a helper may not take: it would hide the standard library's module, torch's or
+# numpy's, or the package the jail imports learner files under (grader/jail/worker.py PACKAGE)
+RESERVED_MODULES = frozenset(sys.stdlib_module_names) | {"torch", "numpy", "submission"}
+
+
+def helper_name(name: str, exercise: Exercise) -> bool:
+    """Can a file of this name travel with the learner files as a helper module? A plain `.py`
+    file Python can import, not an exercise file, not a test or setup script of the learner's,
+    not named like a module it would hide (RESERVED_MODULES)."""
+    stem, suffix = name[:-3], name[-3:]
+    if suffix != ".py" or not stem.isidentifier() or keyword.iskeyword(stem):
+        return False
+    if name.lower() in {f.lower() for f in exercise.files} or stem.startswith("__"):
+        return False
+    if stem in ("conftest", "setup", "test", "tests") or stem.startswith("test_") or stem.endswith("_test"):
+        return False
+    return stem not in RESERVED_MODULES
+
+
+def _helpers(
+    exercise: Exercise, tree: Tree, where: dict[str, PurePosixPath]
+) -> tuple[dict[str, bytes], list[str]]:
+    """The helper modules a learner shipped: other `.py` files in the folder of a learner `.py`
+    file, by name, up to HELPER_FILES files and HELPER_BYTES bytes; the rest is left out with a
+    warning (a learner file that imports one then fails as Python would, and the warning says why)."""
+    folders = {p.parent for name, p in where.items() if name.endswith(".py")}
+    taken = set(where.values())
+    helpers: dict[str, bytes] = {}
+    left_out: list[str] = []
+    warnings: list[str] = []
+    total = 0
+    for path in sorted(p for p in tree if p.parent in folders and p not in taken):
+        if not helper_name(path.name, exercise) or path.name in helpers:
+            continue
+        entry = tree[path]
+        if entry.problem:  # a symbolic link, too large, unreadable
+            warnings.append(entry.problem)
+        elif len(helpers) >= MAX_HELPER_FILES or total + len(entry.data or b"") > MAX_HELPER_BYTES:
+            left_out.append(path.name)
+        else:
+            helpers[path.name] = entry.data or b""
+            total += len(entry.data or b"")
+    if left_out:
+        warnings.append(
+            msg(
+                "helper modules left out: {names} (at most {count} other .py files of {kib} KiB "
+                "together are sent with the learner files)",
+                names=", ".join(left_out[:8]) + (", ..." if len(left_out) > 8 else ""),
+                count=MAX_HELPER_FILES,
+                kib=MAX_HELPER_BYTES // 1024,
+            )
+        )
+    return helpers, warnings
+
+
+def read_learner(path: Path, exercise: Exercise) -> Matched:
     """One learner's own submission at `path` (a folder, one file, or a zip of their work), read
     as a class's folder layout reads learner `alice/`, `alice.py` or `alice.zip`: the same
     match_files, so what `grader submit` packs is what the server and `grader batch` find.
@@ -620,7 +713,16 @@ def read_source(source: Path, exercise: Exercise) -> Found:
     """SOURCE as one Found. The layout is decided per top-level entry: a Moodle-named entry is
     read as Moodle, Canvas-named flat files as Canvas (when they are at least half the flat
     files), everything else as the folder layout; a class that mixes them says so in its layout
-    ("moodle+folder"). Raises SourceError, naming SOURCE, when SOURCE as a whole is unreadable."""
+    ("moodle+folder"). Raises SourceError, naming SOURCE, when SOURCE as a whole is unreadable.
+    A learner's helper modules left out (match_files) are notes: the gradebook keeps files only,
+    so the summary and batch.json are where the instructor sees them."""
+    found = _read_source(source, exercise)
+    for inc in found.incoming:
+        found.notes += [Skipped(inc.learner, w, learner_like=False) for w in inc.warnings]
+    return found
+
+
+def _read_source(source: Path, exercise: Exercise) -> Found:
     source = Path(source)
     label = str(source)
     if source.is_symlink():
@@ -675,8 +777,10 @@ def _is_zip(path: Path) -> bool:
 
 
 def _incoming(exercise, tree, learner, *, layout, origin, canvas=False, **kw) -> Incoming:
-    files, problem = match_files(exercise, tree, canvas=canvas)
-    return Incoming(learner=learner, files=files, problem=problem, layout=layout, origin=origin, **kw)
+    files, problem, warnings = match_files(exercise, tree, canvas=canvas)
+    return Incoming(
+        learner=learner, files=files, problem=problem, layout=layout, origin=origin, warnings=warnings, **kw
+    )
 
 
 def folder(tree: Tree, exercise: Exercise) -> Found:

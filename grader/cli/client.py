@@ -166,6 +166,8 @@ def submit(exercise, path: Path, wait, fmt, lang, use_late_day, insecure):
         packed = pack(info.exercise(), path)
         for name in sorted(packed.files):
             echo(f"  {name}  {len(packed.files[name]):,} bytes", err=True)
+        for warning in packed.warnings:
+            echo(show.say(msg("warning: {warning}", warning=warning), lang), err=True)
         echo(show.say(msg("digest (SHA-256): {digest}", digest=packed.digest), lang), err=True)
         key = str(uuid.uuid4())  # one upload, however many times the network makes us send it
         sub = api.submit(exercise, packed.archive, key, use_late_day=use_late_day)

@@ -3,7 +3,8 @@
 The files are found by grader.sources.read_learner: the rules the grader reads one learner of a
 class with (each exercise file by name at the shallowest depth, the one file of the right suffix
 for a one-file exercise, a zip of their work opened one level deep, symbolic links refused), so
-the learner sees, before sending, exactly what will be graded. The digest is the gradebook's
+the learner sees, before sending, exactly what will be graded (helper modules beside the learner
+files included, and a warning for any left out). The digest is the gradebook's
 (grader.submission.files_digest): the same files give the same digest here and in every report.
 """
 
@@ -26,9 +27,10 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # every member's time: the same files make th
 
 @dataclass(frozen=True)
 class Packed:
-    files: dict[str, bytes]  # exercise file name -> contents
+    files: dict[str, bytes]  # exercise file (or helper module) name -> contents
     digest: str
     archive: bytes  # the upload's body: a zip of exactly these files, at its top level
+    warnings: tuple = ()  # Messages: helper modules left out
 
 
 def pack(exercise, path: Path) -> Packed:
@@ -38,7 +40,7 @@ def pack(exercise, path: Path) -> Packed:
     from grader.sources import read_learner
 
     try:
-        files, problem = read_learner(Path(path), exercise)
+        files, problem, warnings = read_learner(Path(path), exercise)
     except SourceError as exc:
         raise ClientError(msg("PATH: {problem}", problem=message_of(exc))) from None
     if problem:
@@ -62,7 +64,7 @@ def pack(exercise, path: Path) -> Packed:
                 limit=UPLOAD_BYTES >> 10,
             )
         )
-    return Packed(files=files, digest=files_digest(files), archive=archive)
+    return Packed(files=files, digest=files_digest(files), archive=archive, warnings=tuple(warnings))
 
 
 def zip_files(files: dict[str, bytes]) -> bytes:

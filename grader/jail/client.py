@@ -9,6 +9,7 @@ with its whole PID namespace, and the reason it ended becomes an error the grade
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import tempfile
@@ -24,7 +25,7 @@ from grader.errors import (
     LearnerError,
 )
 from grader.jail import launcher, sandbox, wire
-from grader.limits import JAIL_READY_SECONDS, Limits
+from grader.limits import JAIL_READY_SECONDS, STACK_FRAMES, STACK_SAMPLE_BYTES, STACK_SAMPLE_SECONDS, Limits
 from grader.limits import SUBMISSION_BYTES as MAX_SUBMISSION_BYTES
 from grader.locale import Message, message_of, msg
 
@@ -82,23 +83,33 @@ class Jail:
         if files is None:
             assert self.root is not None, "a jail given no files reads them from its root"
             files = read_submission_files(self.root)
+        # learner files whose frames a stack sample may name (the text itself is the learner's)
+        self.learner_files = frozenset(name for name in files if name.endswith(".py"))
         self.id, uid, gid = launcher.next_identity()
         self.uid = uid
         to_jail_r, self._to_jail = os.pipe()
         self._from_jail, from_jail_w = os.pipe()
+        self._stack, stack_w = os.pipe()  # the jail's faulthandler writes its stack sample here
+        os.set_blocking(self._stack, False)
         try:
             self.zygote.spawn(
-                self.id, uid, gid, limits.for_jail(), [to_jail_r, from_jail_w, self.output_file.fileno()], cpu
+                self.id,
+                uid,
+                gid,
+                limits.for_jail(),
+                [to_jail_r, from_jail_w, self.output_file.fileno(), stack_w],
+                cpu,
             )
         except launcher.ZygoteError as exc:
-            for fd in (self._to_jail, self._from_jail):
+            for fd in (self._to_jail, self._from_jail, self._stack):
                 os.close(fd)
-            self._to_jail = self._from_jail = -1
+            self._to_jail = self._from_jail = self._stack = -1
             self.ended = {"error": message_of(exc)}
             raise JailSandbox(msg("no jail could be started: {detail}", detail=message_of(exc))) from None
         finally:
             os.close(to_jail_r)
             os.close(from_jail_w)
+            os.close(stack_w)
         os.set_blocking(self._to_jail, False)
         self._inbox = bytearray()
         self._poll_in, self._poll_out = select.poll(), select.poll()
@@ -197,8 +208,7 @@ class Jail:
                 raise self._death() from None
             left = deadline - time.monotonic()
             if left <= 0 or not self._poll_out.poll(left * 1000):
-                self.kill()
-                raise JailTimeout(
+                raise self._over_time(
                     msg("the jail did not read its input within {seconds:.0f} s", seconds=timeout)
                 )
 
@@ -232,8 +242,7 @@ class Jail:
         while len(buf) < n <= _SMALL_FRAME:  # one read takes a prefix and its body together
             left = deadline - time.monotonic()
             if left <= 0 or not self._poll_in.poll(left * 1000):
-                self.kill()
-                raise JailTimeout(msg("no answer within {seconds:.0f} s", seconds=timeout))
+                raise self._over_time(msg("no answer within {seconds:.0f} s", seconds=timeout))
             chunk = os.read(self._from_jail, _SMALL_FRAME)
             if not chunk:
                 raise self._death()
@@ -251,8 +260,7 @@ class Jail:
             while got < n:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._poll_in.poll(left * 1000):
-                    self.kill()
-                    raise JailTimeout(msg("no answer within {seconds:.0f} s", seconds=timeout))
+                    raise self._over_time(msg("no answer within {seconds:.0f} s", seconds=timeout))
                 with view[got:] as rest:
                     count = os.readv(self._from_jail, [rest])
                 if not count:
@@ -261,6 +269,51 @@ class Jail:
         return out
 
     # -- the end of a jail ----------------------------------------------------------------------------
+    def _over_time(self, message) -> JailTimeout:
+        """A wait ran out: ask the jail where its code is, then kill it (the next check gets a
+        fresh one). The error carries the learner's frames of that stack sample."""
+        where = self.stack_sample()
+        self.kill()
+        return JailTimeout(message, where=where)
+
+    def stack_sample(self) -> list[tuple[str, str, int]]:
+        """The learner's frames, innermost first, of the stack the jail's faulthandler writes on
+        the stack signal (registered before learner code runs, so it answers from inside a
+        `while True: pass`). Waits at most STACK_SAMPLE_SECONDS, reads at most
+        STACK_SAMPLE_BYTES; [] if the jail does not answer (it may have replaced the handler)."""
+        if self.ended is not None or self._stack < 0:
+            return []
+        send = getattr(self.zygote, "signal", None)  # a stand-in zygote of a test may have none
+        if send is None:
+            return []
+        try:
+            send(self.id, STACK_SIGNAL)
+        except launcher.ZygoteError:
+            return []
+        text = bytearray()
+        deadline = time.monotonic() + STACK_SAMPLE_SECONDS
+        poll = select.poll()
+        poll.register(self._stack, select.POLLIN)
+        while len(text) < STACK_SAMPLE_BYTES:
+            left = deadline - time.monotonic()
+            # the dump comes in one burst: once some has come, a short pause ends it
+            wait = min(left, 0.02) if text else left
+            if wait <= 0 or not poll.poll(wait * 1000):
+                break
+            try:
+                chunk = os.read(self._stack, STACK_SAMPLE_BYTES - len(text))
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            text += chunk
+        root = (self.info or {}).get("root")
+        return learner_frames(
+            text.decode("utf-8", "replace"),
+            self.learner_files,
+            root if isinstance(root, str) else None,
+        )
+
     def _death(self) -> JailError:
         """The jail closed its end: find out from the zygote how (exit code, signal, CPU used)."""
         if self.ended is None:
@@ -335,15 +388,55 @@ class Jail:
 
     def close(self) -> None:
         self.kill()
-        for fd in (self._to_jail, self._from_jail):
+        for fd in (self._to_jail, self._from_jail, self._stack):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        self._to_jail = self._from_jail = -1
+        self._to_jail = self._from_jail = self._stack = -1
         if self._own_output:
             self.output_file.close()
+
+
+STACK_SIGNAL = signal.SIGUSR2  # = worker.STACK_SIGNAL (the jail's side cannot import this module)
+# one line of faulthandler's dump: `  File "/submission/data.py", line 12 in make_xy`
+_FRAME_LINE = re.compile(
+    r'^\s*File "([^"\n]{1,1000})", line (\d{1,9}) in ([A-Za-z_<][A-Za-z0-9_.<>]{0,199})\s*$'
+)
+
+
+def learner_frames(
+    dump: str, learner_files, root: str | None = None, limit: int = STACK_FRAMES
+) -> list[tuple[str, str, int]]:
+    """(function, file, line) of the learner's frames in a faulthandler dump, innermost first.
+
+    The dump is the learner's text (its code could write anything there): only lines of the
+    exact frame format are read, only files of the submission (in `root`, when known) kept, at
+    most `limit`. Of several threads, the one the signal interrupted ("Current thread") if it
+    was in learner code, else the first that was."""
+    blocks: list[tuple[bool, list[tuple[str, str, int]]]] = []
+    for line in dump.splitlines()[:2000]:
+        if line.startswith(("Current thread", "Thread", "Stack")):
+            blocks.append((line.startswith("Current thread"), []))
+            continue
+        found = _FRAME_LINE.match(line)
+        if found is None:
+            continue
+        path, number, function = found.groups()
+        folder, _, name = path.rpartition("/")
+        if name not in learner_files or (root is not None and folder != root.rstrip("/")):
+            continue
+        if not blocks:
+            blocks.append((False, []))
+        frames = blocks[-1][1]
+        if len(frames) < limit:
+            frames.append((function, name, int(number)))
+    with_frames = [b for b in blocks if b[1]]
+    for current, frames in with_frames:
+        if current:
+            return frames
+    return with_frames[0][1] if with_frames else []
 
 
 _SMALL_FRAME = 1 << 16  # frames up to this are read in chunks that may hold the next one's start

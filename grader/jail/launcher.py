@@ -500,6 +500,10 @@ class Zygote:
             return self.call({"op": "kill", "id": jail_id, "wait": False}, reply=False)
         return self.call({"op": "kill", "id": jail_id, "wait": True})
 
+    def signal(self, jail_id: int, signum: int) -> None:
+        """Send a live jail a signal (the stack sample's); nobody waits for the answer."""
+        self.call({"op": "signal", "id": jail_id, "signal": int(signum)}, reply=False)
+
     def collect(self) -> int:
         """Block until every killed jail has been reaped (none of its processes is left)."""
         return self.call({"op": "collect"})

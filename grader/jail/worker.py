@@ -7,9 +7,11 @@ here.
 """
 
 import errno
+import faulthandler
 import importlib.abc
 import importlib.util
 import os
+import signal
 import sys
 import traceback
 
@@ -382,12 +384,20 @@ def hide_own_modules():
         sys.modules.pop(name, None)
 
 
-def run(root, proto_in, proto_out, ready: dict, modules=(), names=None, after_ready=None):
+STACK_SIGNAL = signal.SIGUSR2  # the grader's "where are you?" before it stops a call over budget
+
+
+def run(root, proto_in, proto_out, ready: dict, modules=(), names=None, after_ready=None, stack_fd=None):
     """Import the learner's modules, send the ready reply (with how each import went, and the
-    names each module lacks), then serve the grader until it closes the protocol pipe."""
+    names each module lacks), then serve the grader until it closes the protocol pipe.
+
+    stack_fd: before any learner code runs, a C-level handler is registered that writes every
+    thread's Python stack there on STACK_SIGNAL; it runs even inside `while True: pass`."""
     global ROOT
     ROOT = root
     worker = Worker(root)
+    if stack_fd is not None:
+        faulthandler.register(STACK_SIGNAL, file=stack_fd, all_threads=True, chain=False)
     hide_own_modules()
     if modules:
         imports = worker.op_import({"modules": list(modules)})

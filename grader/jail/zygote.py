@@ -7,9 +7,10 @@ folder's jail files) or as a plain child process (MODE "process", the fallback).
 once, with one thread and before any parallel op, so that a fork is safe and a jail is ready in milliseconds.
 
 Control messages (JSON over a SOCK_SEQPACKET socket, file descriptors passed with SCM_RIGHTS):
-    {"op": "spawn", "id", "uid", "gid", "limits"} + [proto_in, proto_out, output]  -> {"pid"}
+    {"op": "spawn", "id", "uid", "gid", "limits"} + [proto_in, proto_out, output(, stack)]  -> {"pid"}
     {"op": "kill", "id", "wait"}         SIGKILL the jail's PID 1: the kernel kills the namespace
     {"op": "reap", "id", "grace"}        wait for a jail that closed its pipes, else kill it
+    {"op": "signal", "id", "signal"}     send a live jail a signal (its stack sample's)
     {"op": "collect"}                    wait until every killed jail has been reaped
     {"op": "ping"}
 Each reply is {"ok": ...} or {"error": "..."}; a jail's end is {"exit"|"signal", "cpu", "killed"}.
@@ -139,8 +140,8 @@ class Zygote:
         return spare
 
     def op_spawn(self, msg, fds):
-        if len(fds) != 3:
-            raise ValueError("spawn needs three file descriptors")
+        if len(fds) not in (3, 4):
+            raise ValueError("spawn needs three file descriptors (and the stack sample's)")
         jail_id = int(msg["id"])
         record: dict = {"uid": int(msg["uid"]), "gid": int(msg["gid"]), "killed": False}
         # While a jail shares the grader's CPU, the zygote (and the spares and teardowns it
@@ -180,6 +181,16 @@ class Zygote:
         if status is not None:
             self._cleanup(jail)
         return status
+
+    def op_signal(self, msg, fds):
+        """Ask a live jail for its stack sample (the signal its faulthandler is registered on)."""
+        jail = self.jails.get(int(msg["id"]))
+        if jail is not None and "status" not in jail and not jail["killed"]:
+            try:
+                os.kill(jail["pid"], int(msg["signal"]))
+            except ProcessLookupError:
+                pass
+        return None
 
     def op_reap(self, msg, fds):
         """The jail closed its pipes: wait `grace` seconds for it to end on its own, then kill it."""
@@ -383,7 +394,8 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
     import wire
     import worker
 
-    proto_in, proto_out, output = fds
+    proto_in, proto_out, output, *more = fds
+    stack = more[0] if more else None  # where the stack sample is written when the grader asks
     limits = msg["limits"]
     cpu = msg.get("cpu")
     run_on(zygote.besides(cpu))  # set up beside the grader, which meanwhile collects its tests
@@ -411,7 +423,7 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
         os.dup2(null, 0)
         os.dup2(output, 1)
         os.dup2(output, 2)
-        sandbox.close_fds_except([0, 1, 2, proto_in, proto_out])
+        sandbox.close_fds_except([0, 1, 2, proto_in, proto_out] + ([stack] if stack is not None else []))
         os.environ.clear()
         os.environ.update(
             {
@@ -440,6 +452,7 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
         os.chdir(root)
         ready = {
             "ready": True,
+            "root": root,  # where learner files are: the grader keeps only their stack frames
             "uid": os.getuid(),
             "seccomp": seccomp,
             "pid": os.getpid(),
@@ -473,6 +486,7 @@ def jail_child(zygote: Zygote, msg: dict, fds: list, problem):
         modules,
         names,
         after_ready=(lambda: run_on({int(cpu)})) if cpu is not None else None,
+        stack_fd=stack,
     )
     os._exit(0)
 

@@ -197,7 +197,7 @@ class Service:
             )
         except SourceError as exc:
             raise bad(message_of(exc)) from None
-        files, problem = match_files(exercise, tree)
+        files, problem, _ = match_files(exercise, tree)
         if problem is not None:
             raise bad(problem)
         if not files:

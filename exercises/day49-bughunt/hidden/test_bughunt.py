@@ -183,7 +183,9 @@ BUGS = {  # bug -> (accepted rules, accepted days, what to look at)
 
 
 def diagnosis(submission) -> dict:
-    return submission.toml.get("diagnosis.toml", {})
+    """The parsed diagnosis.toml; a malformed one fails (with its line and column) only the
+    checks that read it."""
+    return submission.toml_file("diagnosis.toml")
 
 
 def judge_bug(submission, bug):

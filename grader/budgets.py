@@ -1,0 +1,262 @@
+"""How long one call into the jail may take: a multiple of what the reference takes for it.
+
+    budget = max(CALL_FLOOR_SECONDS, CALL_BUDGET_FACTOR x the reference's seconds for the same call)
+
+The reference counterpart of a call is found in the trusted process, never from the jail's data:
+`data.make_xy(chunk)` is `reference_model.data.make_xy(chunk)`; a learner object has a twin built
+by replaying, on the reference side, the calls that made it (`attention.MultiHeadAttention(8, 2)`,
+then `gpt.GPT(gpt.GPTConfig(...))`), and a call on the object is the same call on its twin; a
+non-learner module the hidden tests reach through the jail (`torch.Generator()`) is this
+process's own. The training probe is timed by a few steps of the same loop on the twin. With no
+counterpart (a name the reference lacks, a twin that cannot be built) the budget is the
+exercise's call_seconds. A budget is measured once per call signature (the target, and the
+arguments' shapes, dtypes and small values), so the reference is not re-timed each call; the
+global random generators are left as they were, so hidden tests draw the same inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import math
+import random
+import sys
+import time
+
+import torch
+
+from grader.jail.wire import Handle
+from grader.limits import CALL_BUDGET_FACTOR, CALL_FLOOR_SECONDS
+
+REFERENCE_PACKAGE = "reference_model"
+# modules other than the learner's that hidden tests reach through the jail: their counterpart
+# is this process's own module (only one already imported; nothing is imported for a call)
+SHARED_MODULES = frozenset({"torch", "numpy", "math", "random"})
+TRAIN_STEPS_TIMED = 2  # steps of the training loop timed on the twin, after one not timed
+_NO_TWIN = object()
+
+
+class CallBudgets:
+    def __init__(self, modules, call_seconds: float):
+        self.modules = frozenset(modules)
+        self.call_seconds = float(call_seconds)
+        self._seconds: dict[tuple, float] = {}  # call signature -> budget
+        self._recipes: dict[tuple[int, int], tuple[dict, list, dict]] = {}  # (jail, handle) -> made by
+        self._twins: dict[tuple[int, int], object] = {}
+        self._last: tuple[tuple, object] | None = None  # the last call timed, and what it returned
+
+    # -- what the session asks --------------------------------------------------------------
+    def for_call(self, generation: int, target: dict, args, kwargs) -> float:
+        key = self._call_key(generation, target, args, kwargs)
+        if key not in self._seconds:
+            self._seconds[key] = self._measure(
+                lambda: self._reference_call(generation, target, args, kwargs, key)
+            )
+        return self._seconds[key]
+
+    def for_training(
+        self, generation: int, target: dict, steps: int, batch_size: int, block_size: int
+    ) -> float:
+        key = ("train", self._signature(generation, target), steps, batch_size, block_size)
+        if key not in self._seconds:
+            model = self._resolve(generation, target)
+            if model is _NO_TWIN or not isinstance(model, torch.nn.Module):
+                self._seconds[key] = self.call_seconds
+            else:
+                per_step = _seconds_per_step(model, batch_size, block_size)
+                self._seconds[key] = (
+                    self.call_seconds
+                    if per_step is None
+                    else max(CALL_FLOOR_SECONDS, CALL_BUDGET_FACTOR * per_step * max(1, steps))
+                )
+        return self._seconds[key]
+
+    def made(self, generation: int, handle: Handle, target: dict, args, kwargs) -> None:
+        """A call returned a learner object: remember how, to build its twin when one is needed
+        (the reference's own result, when that call was just timed)."""
+        self._recipes[(generation, handle.id)] = (target, list(args), dict(kwargs))
+        if self._last is not None and self._last[0] == self._call_key(generation, target, args, kwargs):
+            self._twins[(generation, handle.id)] = self._last[1]
+        self._last = None
+
+    # -- internals --------------------------------------------------------------------------
+    def _measure(self, run) -> float:
+        """max(floor, factor x the reference's seconds); call_seconds when there is no counterpart."""
+        with _same_random_state():
+            started = time.perf_counter()
+            try:
+                found = run()
+            except Exception:  # noqa: BLE001 - the reference raising (on bad input) is its answer too
+                found = True
+            seconds = time.perf_counter() - started
+        if found is _NO_TWIN:
+            return self.call_seconds
+        return min(
+            max(CALL_FLOOR_SECONDS, CALL_BUDGET_FACTOR * seconds), max(self.call_seconds, CALL_FLOOR_SECONDS)
+        )
+
+    def _call_key(self, generation: int, target: dict, args, kwargs) -> tuple:
+        made_by = functools.partial(self._made_by, generation)
+        return (
+            "call",
+            self._signature(generation, target),
+            _signature(args, made_by),
+            _signature(kwargs, made_by),
+        )
+
+    def _reference_call(self, generation: int, target: dict, args, kwargs, key: tuple):
+        self._last = None
+        fn = self._resolve(generation, target)
+        args = [self._twin_of(generation, a) for a in args]
+        kwargs = {k: self._twin_of(generation, v) for k, v in kwargs.items()}
+        if fn is _NO_TWIN or not callable(fn) or any(a is _NO_TWIN for a in [*args, *kwargs.values()]):
+            return _NO_TWIN
+        self._last = (key, fn(*args, **kwargs))
+        return True
+
+    def _resolve(self, generation: int, target: dict):
+        obj: object
+        if "module" in target:
+            module = str(target["module"])
+            if module in self.modules:
+                try:
+                    obj = importlib.import_module(f"{REFERENCE_PACKAGE}.{module}")
+                except ImportError:
+                    return _NO_TWIN
+            elif module in SHARED_MODULES and module in sys.modules:
+                obj = sys.modules[module]
+            else:
+                return _NO_TWIN
+        elif "handle" in target:
+            obj = self._twin(generation, int(target["handle"]))
+        else:
+            return _NO_TWIN
+        for name in target.get("path", []):
+            obj = getattr(obj, str(name), _NO_TWIN)
+            if obj is _NO_TWIN:
+                return _NO_TWIN
+        return obj
+
+    def _twin(self, generation: int, handle: int):
+        key = (generation, handle)
+        if key not in self._twins:
+            self._twins[key] = _NO_TWIN  # a recipe that refers to itself ends here
+            recipe = self._recipes.get(key)
+            if recipe is not None:
+                target, args, kwargs = recipe
+                fn = self._resolve(generation, target)
+                args = [self._twin_of(generation, a) for a in args]
+                kwargs = {k: self._twin_of(generation, v) for k, v in kwargs.items()}
+                if (
+                    fn is not _NO_TWIN
+                    and callable(fn)
+                    and all(a is not _NO_TWIN for a in [*args, *kwargs.values()])
+                ):
+                    with _same_random_state(), contextlib.suppress(Exception):
+                        self._twins[key] = fn(*args, **kwargs)
+        return self._twins[key]
+
+    def _twin_of(self, generation: int, value):
+        """An argument as the reference takes it: a handle's twin; tensors copied (the hidden test
+        keeps the originals, and a reference could write into its input)."""
+        if isinstance(value, Handle):
+            return self._twin(generation, value.id)
+        if isinstance(value, torch.Tensor):
+            return value.detach().clone()
+        if isinstance(value, (list, tuple)):
+            items = [self._twin_of(generation, v) for v in value]
+            return _NO_TWIN if any(v is _NO_TWIN for v in items) else type(value)(items)
+        if isinstance(value, dict):
+            entries = {k: self._twin_of(generation, v) for k, v in value.items()}
+            return _NO_TWIN if any(v is _NO_TWIN for v in entries.values()) else entries
+        return value
+
+    def _signature(self, generation: int, target: dict) -> tuple:
+        path = tuple(str(p) for p in target.get("path", []))
+        if "handle" in target:
+            return ("handle", self._made_by(generation, int(target["handle"])), path)
+        return ("module", str(target.get("module")), path)
+
+    def _made_by(self, generation: int, handle: int, depth: int = 0) -> tuple:
+        """A handle's signature: the call that made it (objects alike are budgeted alike)."""
+        recipe = self._recipes.get((generation, handle))
+        if recipe is None or depth > 8:
+            return ("unknown", handle)
+        target, args, kwargs = recipe
+        made_by = functools.partial(self._made_by, generation, depth=depth + 1)
+        return (self._signature(generation, target), _signature(args, made_by), _signature(kwargs, made_by))
+
+
+def _signature(value, made_by, depth: int = 0):
+    """What a call's time depends on: tensors by shape and dtype, a learner object by the call
+    that made it (`made_by(handle id)`), other values as they are (small ones), containers item
+    by item (the first few)."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), str(value.dtype))
+    if isinstance(value, Handle):
+        return ("handle", made_by(value.id))
+    if depth > 4:
+        return ("deep",)
+    if isinstance(value, (list, tuple)):
+        items = tuple(_signature(v, made_by, depth + 1) for v in list(value)[:16])
+        return (type(value).__name__, len(value), items)
+    if isinstance(value, dict):
+        items = tuple((str(k), _signature(v, made_by, depth + 1)) for k, v in list(value.items())[:16])
+        return ("dict", items)
+    if isinstance(value, float) and not math.isfinite(value):
+        return ("float", str(value))
+    if isinstance(value, (bool, int, float, type(None))):
+        return value
+    if isinstance(value, (str, bytes)):
+        return (type(value).__name__, len(value), value[:64])
+    return ("value", type(value).__name__)
+
+
+def _seconds_per_step(model: torch.nn.Module, batch_size: int, block_size: int) -> float | None:
+    """The reference twin's seconds per step of the worker's training loop (op_train_lm), on
+    random tokens; None if the twin does not train (a config this loop does not fit)."""
+    import torch.nn.functional as F
+
+    vocab = next((getattr(model, a) for a in ("vocab_size",) if hasattr(model, a)), None)
+    config = getattr(model, "config", None)
+    vocab = vocab or getattr(config, "vocab_size", None)
+    if not isinstance(vocab, int) or vocab < 1:
+        return None
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
+    times = []
+    try:
+        with _same_random_state():
+            g = torch.Generator().manual_seed(0)
+            for _ in range(1 + TRAIN_STEPS_TIMED):
+                started = time.perf_counter()
+                x = torch.randint(vocab, (batch_size, block_size), generator=g)
+                y = torch.randint(vocab, (batch_size, block_size), generator=g)
+                out = model(x)
+                logits = out[0] if isinstance(out, tuple) else out
+                loss = F.cross_entropy(logits.reshape(batch_size * block_size, -1).float(), y.reshape(-1))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                times.append(time.perf_counter() - started)
+    except Exception:  # noqa: BLE001 - a twin that does not fit the loop: no counterpart
+        return None
+    finally:
+        model.load_state_dict(state)
+    return max(times[1:]) if len(times) > 1 else None
+
+
+@contextlib.contextmanager
+def _same_random_state():
+    """The trusted process's random generators as they were: hidden tests draw their inputs from
+    them, and timing a reference must not change which inputs a check gets."""
+    import numpy as np
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
