@@ -5,7 +5,8 @@ report the smallest one that fails, and a tolerance that follows the conditionin
 cases drawn by a hypothesis strategy. It is seeded from nothing but the code (derandomize), keeps
 no example database and prints nothing, so a submission always gets the same grade, and a failure
 is shrunk to the smallest failing case, whose CheckFailure is raised with the input shown. What
-ends a check in the jail (a timeout, a crash, NotImplementedError) is raised at once: it is never
+ends a check in the jail (a timeout, a crash, NotImplementedError) or keeps it from the learner's
+code (testkit.Unreachable: a broken module, a missing name) is raised at once: it is never
 repeated to shrink it.
 
 The strategies below are the pieces every exercise's contract shares (batch dims 0-3, T = 1, odd
@@ -78,6 +79,8 @@ def explore(
     strategy may miss), raising the first failure as written.
 
     `what` names what a case is the input of (e.g. "stable_softmax"), for the message."""
+    from grader.testkit import Unreachable
+
     failures: list[tuple[object, BaseException]] = []  # the last is hypothesis's smallest so far
     calls_since_failure = 0
 
@@ -89,6 +92,8 @@ def explore(
                 raise _Abort(None)  # enough shrinking: the last failure seen is the smallest yet
         try:
             prop(case)
+        except Unreachable as exc:  # no input is to blame
+            raise _Abort(exc) from None
         except AssertionError as exc:  # a CheckFailure, or a plain assert in a check
             failures.append((case, exc))
             raise _Failed from None
@@ -115,9 +120,13 @@ def explore(
         try:
             prop(case)
         except (AssertionError, LearnerError) as exc:
-            if isinstance(exc, LearnerError) and exc.is_a("NotImplementedError"):
+            if isinstance(exc, Unreachable) or _not_implemented(exc):
                 raise
             raise _failure(case, exc, what, smallest=False) from None
+
+
+def _not_implemented(exc: BaseException) -> bool:
+    return isinstance(exc, LearnerError) and exc.is_a("NotImplementedError")
 
 
 def _failure(case, exc: BaseException, what: str, *, smallest: bool):

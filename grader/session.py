@@ -344,13 +344,13 @@ class SubmissionSession:
         if module not in self.modules:
             return  # torch, numpy: not the learner's
         self.ensure_jail()  # the import's outcome decides
-        from grader.testkit import CheckFailure  # testkit imports this module
+        from grader.testkit import Unreachable  # testkit imports this module
 
         if module in self.broken:
-            raise CheckFailure(self.broken[module], symptoms=["exception"])
+            raise Unreachable(self.broken[module], symptoms=["exception"])
         lacking = self.missing.get(module, [])
         if path and path[0] in lacking:
-            raise CheckFailure(
+            raise Unreachable(
                 msg(
                     "{file} does not define {missing} (the exercise asks for {names}; see the starter's "
                     "docstrings)",
@@ -366,12 +366,12 @@ class SubmissionSession:
         that reads it, with its located problem, and only that check."""
         if name in self.toml:
             return self.toml[name]
-        from grader.testkit import CheckFailure
+        from grader.testkit import Unreachable
 
         problem = self.problems.get(name) or msg(
             "missing file: {missing} (this exercise needs {files})", missing=name, files=name
         )
-        raise CheckFailure(problem, symptoms=["exception"])
+        raise Unreachable(problem, symptoms=["exception"])
 
     def _call(self, remote: Remote, args, kwargs):
         target = self._target(remote)

@@ -57,6 +57,11 @@ class CheckFailure(AssertionError):
         self.evidence = dict(evidence or {})
 
 
+class Unreachable(CheckFailure):
+    """The check cannot reach the learner's code at all (a broken module, a missing name or
+    file): the same failure for every input, so `explore` raises it at once, never shrunk."""
+
+
 def fail(message: str, *, symptoms=(), diagnosis=(), **evidence) -> NoReturn:
     raise CheckFailure(message, symptoms=symptoms, diagnosis=diagnosis, evidence=evidence)
 

@@ -10,7 +10,16 @@ from hypothesis import strategies as st
 
 from grader import explore as ex
 from grader.errors import JailTimeout, LearnerError
-from grader.testkit import CheckFailure, conditioned_tolerance, expect_close, explore, fail, msg, tolerance
+from grader.testkit import (
+    CheckFailure,
+    Unreachable,
+    conditioned_tolerance,
+    expect_close,
+    explore,
+    fail,
+    msg,
+    tolerance,
+)
 
 
 def failing_from(threshold):
@@ -81,6 +90,19 @@ def test_a_jail_error_is_raised_at_once_never_shrunk():
     with pytest.raises(JailTimeout):
         explore(st.integers(0, 1000), prop)
     assert sum(1 for n in calls if n > 5) == 1
+
+
+def test_a_missing_name_is_raised_at_once_without_an_input():
+    calls = []
+
+    def prop(n):
+        calls.append(n)
+        raise Unreachable(msg("attention.py does not define stable_softmax"), symptoms=["exception"])
+
+    with pytest.raises(Unreachable) as caught:
+        explore(st.integers(), prop, corners=[1])
+    assert len(calls) == 1
+    assert "input" not in caught.value.evidence
 
 
 def test_not_implemented_is_raised_at_once():
