@@ -74,7 +74,7 @@ def test_exploring_is_deterministic():
     messages = []
     for _ in range(2):
         with pytest.raises(CheckFailure) as caught:
-            explore(ex.tensors(st.tuples(ex.sizes(1, 50))), prop)
+            explore(ex.tensors(st.tuples(ex.sizes(1, 50))), prop, examples=30)
         messages.append(str(caught.value))
     assert messages[0] == messages[1]
 
@@ -245,3 +245,27 @@ def test_a_saturated_logsumexp_softmax_passes_with_the_exponential_allowance():
     floored = torch.zeros_like(z)  # the softmax-max-floor mutant's zeros stay refused
     with pytest.raises(CheckFailure):
         expect_close(floored, expected, "softmax", dtype=torch.float32, tol=tol)
+
+
+# -- explored hidden tests, graded for real --------------------------------------------------------
+
+
+def test_a_mutant_graded_twice_gets_the_same_grade_and_nothing_is_written_beside_the_tests(tmp_path):
+    """The day45 checks explore with hypothesis inside the grader's own pytest run: the smallest
+    failing input, and so every message, is the same on every grading, and hypothesis leaves no
+    example database (.hypothesis) in the exercise's folder."""
+    from grader.exercises import EXERCISES_DIR
+    from grader.grading import grade
+    from grader.mutants import apply_mutant, load_mutants
+
+    mutant = next(m for m in load_mutants() if m.id == "causal-bottom-right")
+    path = apply_mutant(mutant, "day45-attention", tmp_path / "submission")
+    before = sorted(p.name for p in (EXERCISES_DIR / "day45-attention").rglob("*"))
+    first, second = grade("day45-attention", path), grade("day45-attention", path)
+    failed = [(c.id, c.message, c.evidence) for c in first.checks if not c.passed]
+    assert failed and failed == [(c.id, c.message, c.evidence) for c in second.checks if not c.passed]
+    shown = dict((cid, message) for cid, message, _ in failed)["causal-attention-matches-reference"]
+    assert "Smallest failing input of scaled_dot_product_attention found" in shown
+    assert "sees the keys after key 0" in shown or "aligned to the last key (bottom-right)" in shown
+    assert sorted(p.name for p in (EXERCISES_DIR / "day45-attention").rglob("*")) == before
+    assert not list(EXERCISES_DIR.rglob(".hypothesis"))
