@@ -14,8 +14,14 @@ What a learner may write (SPEC "Quiz exercises"), as a TOML value or inside a TO
 - Thousands separators in strings: comma, space or underscore, one kind per number, and only
   between groups of exactly three digits: `"4,194,304"`, `"4 194 304"`, `"4_194_304"`.
   `"1,5"` is refused as ambiguous (a European decimal comma?). Note that `"1,500"` therefore
-  reads as 1500. Separators are read only in a string that is one plain number, never inside an
-  expression (there `,` separates function arguments; write `4194304` or `4_194_304`).
+  reads as 1500. Inside an expression, commas group thousands only in a function's arguments
+  (`"ln(50,257)"`, as the questions write V = 50,257), by this rule: a comma between digits with
+  exactly three digits after it and no space is a thousands separator; a comma followed by a
+  space separates arguments. So `"log(2, 8)"` is log base 8 of 2, `"log(8,2)"` log base 2 of 8
+  (no group of three), and `"log(50,257)"` is ln(50257); a wrong answer shows how it was read.
+  Inside a list's brackets or plain parentheses a comma always separates elements.
+- A trailing unit word from a closed list (`"4,198,400 parameters"`, `"4.6 nats"`, bytes,
+  tokens, ...) is dropped; other words (`"10 million"`, `"2 pi"`) are not guessed at.
 - Any Unicode compatibility form, normalised with NFKC first: full-width digits and commas
   (`"４，１９４，３０４"`), no-break and thin spaces, full-width letters. Also `−` (minus sign)
   and `–` are `-`, `×` is `*`, `÷` is `/`, `π` is `pi`, superscript digits are powers
@@ -33,7 +39,11 @@ What a learner may write (SPEC "Quiz exercises"), as a TOML value or inside a TO
 - A list as a TOML array, nested for a matrix (a list of rows). Each element may be any of the
   forms above. A string holding a bracketed list, `"[[1, 0], [0.0558, 0.9442]]"`, is also
   accepted; inside it commas separate elements and each element is an expression (so
-  `"[4,194,304]"` is a list of three numbers).
+  `"[4,194,304]"` is a list of three numbers). Also as Python, NumPy and PyTorch print them:
+  a tuple `"(2, 3, 5, 4)"`, `"torch.Size([2, 5, 12])"`, `"tensor([...])"`, `"array([...])"`,
+  and NumPy's space-separated `"[0.0474 0.9526]"` (nested, over several lines too; only when
+  every element is a plain number). Where the question expects a list, a shape may be written
+  `"2x3x5x5"`, `"2 x 3"` or `"2×3"` (elsewhere `×` is multiplication).
 
 Limits (against CPU and memory bombs): 200 characters a string (before and after NFKC), 10,000
 elements and 4 dimensions a list, decimal exponents within +-400, magnitudes up to the largest
@@ -48,8 +58,13 @@ Grading rules:
   `sigfigs = n`, within half a unit of the key's n-th significant figure. Bounds are inclusive
   and computed exactly when both values are exact (a TOML float is read as its shortest repr).
 - inf: `inf` and its spellings above; a finite number gets teaching text about overflow.
-- choice: one letter, either case (full-width too), surrounding spaces ignored; anything else,
-  `"(B)"` and `"B."` included, is a form error that lists the valid letters.
+- choice: one letter, either case (full-width too), surrounding spaces ignored, also as the
+  starter prints options: `"B)"`, `"(B)"`, `"B."`, `"B:"`, optionally followed by the option's
+  text (`"B) 64"`; case, spacing and digit grouping aside, or the start of a long text). A text
+  that is another option's or none (`"B) 96"`) is a form error saying so: we never pick one of
+  the two. Anything else is a form error that lists the valid letters.
+- An answer in no form we read is told what the question expects (one whole number, a list of
+  4 whole numbers, a 2×2 matrix) and how to write that.
 - Lists compare element by element; feedback names the element (row and column in a matrix)
   and the shape, never the key's values.
 """
@@ -146,6 +161,9 @@ class ParseError:
 
     message: str
     code: str
+    # the answer is not in any form we read (rather than a form we read with a bad value): the
+    # question can then say what it expects instead of listing the forms of a number
+    unrecognised: bool = False
 
 
 ParsedAnswer = Number | NumberArray
@@ -154,10 +172,11 @@ ParsedAnswer = Number | NumberArray
 class _Refused(Exception):
     """Internal: raised while reading, turned into a ParseError at the boundary."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str, unrecognised: bool = False):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.unrecognised = unrecognised
 
 
 def _show(text: str) -> str:
@@ -412,6 +431,16 @@ def _evaluate(node: ast.AST, source: str) -> Fraction | float:
             function, arities = _FUNCTIONS[name.lower()]
             if len(args) not in arities or any(isinstance(a, ast.Starred) for a in args):
                 if len(arities) == 1:
+                    segment = ast.get_source_segment(source, node) or ""
+                    if re.search(r"\d, \d{3}(?!\d)", segment):  # ln(50, 257): thousands, spaced?
+                        raise _Refused(
+                            "unsafe-expression",
+                            msg(
+                                "the function {name} takes one argument: to group thousands inside it, "
+                                "write the comma without a space, {name}(50,257), or no comma, {name}(50257)",
+                                name=name.lower(),
+                            ),
+                        )
                     raise _Refused(
                         "unsafe-expression",
                         msg("the function {name} takes {n} argument(s)", name=name.lower(), n=arities[0]),
@@ -441,13 +470,14 @@ def _evaluate(node: ast.AST, source: str) -> Fraction | float:
             raise _Refused(
                 "ambiguous-comma",
                 msg(
-                    "a comma here is ambiguous: write decimals with a point (1.5), thousands without "
-                    "separators inside an expression, and lists as TOML arrays [a, b]"
+                    "a comma here is ambiguous: write decimals with a point (1.5), and a list "
+                    "in brackets of its own, [a, b]"
                 ),
             )
-    raise _Refused(
+    raise _Refused(  # "half and half", "1 < 2": no arithmetic of ours, so say what is expected
         "unsafe-expression",
         msg("{node} is not allowed: {allowed}", node=type(node).__name__, allowed=_ALLOWED_HELP),
+        unrecognised=True,
     )
 
 
@@ -459,8 +489,8 @@ def _parse_expression(text: str) -> ast.expr:
             raise _Refused(
                 "ambiguous-comma",
                 msg(
-                    "could not read {text}: commas are read only as thousands separators "
-                    "in a single plain number (1,234,567); inside an expression write 1234567",
+                    "could not read {text}: a comma groups thousands (1,234,567, ln(50,257)), "
+                    "separates the elements of a list ([a, b]) or the arguments of log(x, b)",
                     text=repr(_show(text)),
                 ),
             ) from None
@@ -475,6 +505,7 @@ def _parse_expression(text: str) -> ast.expr:
         raise _Refused(
             "unreadable",
             msg("could not read {text} as a number: {forms}", text=repr(_show(text)), forms=_FORMS_HELP),
+            unrecognised=True,
         ) from None
 
 
@@ -490,8 +521,89 @@ def _number_from_node(node: ast.expr, source: str) -> Number:
 # -- reading an answer -------------------------------------------------------------------------
 
 
-def _read_text(raw: str) -> Number | tuple[list, str]:
-    """A string: one number, or (for "[...]") a nested list of ast nodes plus the source."""
+# -- notations learners copy from Python, NumPy and PyTorch -----------------------------------
+
+# a trailing unit word, dropped: "4,198,400 parameters", "4.6 nats". A closed list, so "2 pi" or
+# "10 million" is never silently read as 2 or 10
+_UNIT_WORDS = frozenset(
+    ["parameter", "parameters", "param", "params", "weight", "weights", "byte", "bytes", "nat"]
+    + ["nats", "bit", "bits", "token", "tokens", "element", "elements", "value", "values", "entries"]
+)
+_UNIT = re.compile(r"(?P<body>.*?\S)\s+(?P<unit>[A-Za-z]+)\.?", re.ASCII | re.DOTALL)
+# how PyTorch and NumPy print a shape or an array: torch.Size([2, 5, 12]), tensor([1, 2]),
+# array([0.1, 0.9]) (a trailing dtype=... is dropped)
+_WRAPPED = re.compile(
+    r"(?:torch\.)?Size\((?P<size>.*)\)|(?:(?:torch|np|numpy)\.)?(?:tensor|array)\((?P<array>\[.*\])"
+    r"(?:\s*,\s*dtype\s*=\s*[\w.]+)?\s*\)",
+    re.ASCII | re.DOTALL | re.IGNORECASE,
+)
+# a shape written as 2x3x5x5, 2 x 3 or 2×3 (× is * by now): read so only where a list is expected
+_DIMS = re.compile(r"\d+(?:\s*[xX*]\s*\d+)+", re.ASCII)
+_DIM_SEPARATOR = re.compile(r"\s*[xX*]\s*", re.ASCII)
+# NumPy prints [0.0474 0.9526] and [[1. 0.]\n [0.5 0.5]]: numbers separated by spaces only
+_NUMPY_ATOM = re.compile(r"\[|\]|[^\s\[\]]+")
+_NUMPY_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?inf", re.ASCII)
+# thousands inside a function's arguments: ln(50,257). A comma between digits with exactly three
+# digits after it and no space is a thousands separator there; a space after the comma makes it
+# the argument separator of log(x, b): log(2, 8), and log(8,2) has no group of three
+_GROUPED_ARGUMENT = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.]|,\d)", re.ASCII)
+
+
+def _without_unit(text: str) -> str:
+    if (m := _UNIT.fullmatch(text)) and m["unit"].lower() in _UNIT_WORDS:
+        return m["body"]
+    return text
+
+
+def _unwrapped(text: str) -> str:
+    if m := _WRAPPED.fullmatch(text):
+        return (m["size"] if m["size"] is not None else m["array"]).strip()
+    return text
+
+
+def _numpy_commas(text: str) -> str:
+    """[0.0474 0.9526] -> [0.0474, 0.9526] when every element is a plain number; else unchanged."""
+    if not text.startswith("[") or "," in text:
+        return text
+    atoms = _NUMPY_ATOM.findall(text)
+    if not all(a in "[]" or _NUMPY_NUMBER.fullmatch(a) for a in atoms):
+        return text
+    out: list[str] = []
+    for atom in atoms:
+        if out and out[-1] != "[" and atom != "]":
+            out.append(",")
+        out.append(atom)
+    return "".join(out)
+
+
+def _grouped_arguments(text: str) -> str:
+    """ln(50,257) -> ln(50257): digit groups inside a function call's parentheses only (inside a
+    list's brackets or plain parentheses, commas separate elements: [4,194,304] is three)."""
+    if "," not in text or "(" not in text:
+        return text
+    out: list[str] = []
+    stack: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "(":
+            stack.append("call" if out and (out[-1][-1:].isalnum() or out[-1][-1:] == "_") else "group")
+        elif c == "[":
+            stack.append("list")
+        elif c in ")]" and stack:
+            stack.pop()
+        elif c.isdigit() and stack and stack[-1] == "call" and (m := _GROUPED_ARGUMENT.match(text, i)):
+            out.append(m.group().replace(",", ""))  # the pattern's look-behind: a number's start
+            i = m.end()
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _read_text(raw: str, dims: bool = False) -> Number | tuple[list, str]:
+    """A string: one number, or (for "[...]", "(...)") a nested list of ast nodes plus the source.
+    dims: a list is expected, so 2x3x5 is a shape [2, 3, 5] (elsewhere 2×3 is a product)."""
     if len(raw) > MAX_CHARS:
         raise _Refused(
             "too-long",
@@ -502,8 +614,12 @@ def _read_text(raw: str) -> Number | tuple[list, str]:
         raise _Refused(
             "too-long", msg("the answer is too long once normalised; the limit is {limit}", limit=MAX_CHARS)
         )
+    text = _unwrapped(_without_unit(text))
     if not text:
         raise _Refused("empty", msg("the answer is empty: {forms}", forms=_FORMS_HELP))
+    if dims and _DIMS.fullmatch(text):
+        text = "[" + ", ".join(_DIM_SEPARATOR.split(text)) + "]"
+    text = _grouped_arguments(_numpy_commas(text))
     if _NAN.fullmatch(text):
         raise _Refused("nan", msg("not a number (nan) is not an answer: {forms}", forms=_FORMS_HELP))
     if (number := _read_plain(text)) is not None:
@@ -511,14 +627,14 @@ def _read_text(raw: str) -> Number | tuple[list, str]:
     if _SEPARATED.fullmatch(text):
         _refuse_separators(raw.strip())
     node = _parse_expression(text)
-    if isinstance(node, ast.List):
-        return ([_list_nodes(n) for n in node.elts], text)
+    if isinstance(node, ast.List) or (isinstance(node, ast.Tuple) and text.startswith("(")):
+        return ([_list_nodes(n) for n in node.elts], text)  # a list, or a tuple: (2, 3, 5, 4)
     number = _number_from_node(node, text)
     return Number(number.value, raw.strip(), number.notation)
 
 
 def _list_nodes(node: ast.expr) -> list | ast.expr:
-    return [_list_nodes(n) for n in node.elts] if isinstance(node, ast.List) else node
+    return [_list_nodes(n) for n in node.elts] if isinstance(node, (ast.List, ast.Tuple)) else node
 
 
 def _read_scalar(raw: object) -> Number:
@@ -629,9 +745,11 @@ def _build_array(items: list, read_leaf: Callable[[Any], Number]) -> NumberArray
     return NumberArray(values, shape)
 
 
-def parse_answer(raw: object) -> Number | NumberArray | ParseError:
+def parse_answer(raw: object, expected: tuple[int, ...] = ()) -> Number | NumberArray | ParseError:
     """Read a learner's value (a TOML int, float, string, or nested array) into numbers.
 
+    expected: the shape the question asks for; a string like 2x3x5 is read as a shape [2, 3, 5]
+    only where a list is expected (elsewhere 2×3 is the product 6).
     Never raises on learner input: anything unreadable comes back as a ParseError whose
     message says why and how to write it.
     """
@@ -639,18 +757,20 @@ def parse_answer(raw: object) -> Number | NumberArray | ParseError:
         if isinstance(raw, (list, tuple)):
             return _build_array(list(raw), _read_scalar)
         if isinstance(raw, str):
-            read = _read_text(raw)
+            read = _read_text(raw, dims=len(expected) == 1)
             if isinstance(read, tuple):
                 nodes, source = read
                 return _build_array(nodes, lambda node: _number_from_node(node, source))
             return read
         return _read_scalar(raw)
     except _Refused as refused:
-        return ParseError(msg("{message}.", message=refused.message).capitalized(), refused.code)
+        message = msg("{message}.", message=refused.message).capitalized()
+        return ParseError(message, refused.code, refused.unrecognised)
 
 
 def parse_choice(raw: object, letters: Iterable[str]) -> str | ParseError:
-    """A multiple-choice answer: one of `letters`, either case, spaces around it ignored."""
+    """A multiple-choice answer: one of `letters`, either case, spaces around it ignored, or
+    written as options are printed ("B)", "(B)", "B) 64"; check_answer compares the text)."""
     valid = sorted(letter.upper() for letter in letters)
     listed = _or_list(valid)
     if raw is None:
@@ -669,9 +789,9 @@ def parse_choice(raw: object, letters: Iterable[str]) -> str | ParseError:
         return ParseError(
             msg("The answer is too long: answer with one letter, {letters}.", letters=listed), "too-long"
         )
-    letter = unicodedata.normalize("NFKC", raw).translate(_INVISIBLE).strip().upper()
-    if letter in valid:
-        return letter
+    read = _letter_and_text(raw, valid)
+    if read is not None:
+        return read[0]
     return ParseError(
         msg(
             "{text} is not one of the options: answer with one letter, {letters}.",
@@ -680,6 +800,36 @@ def parse_choice(raw: object, letters: Iterable[str]) -> str | ParseError:
         ),
         "not-a-letter",
     )
+
+
+# a letter as the starter prints options ("A) 32"): B), (B), B. or B:, with the option's text
+# after it or not ("B) 64"). A letter and a word with only a space between ("a lot") is not one
+_CHOICE = re.compile(r"(?:\((?P<enclosed>[A-Za-z])\)|(?P<marked>[A-Za-z])\s*[).:])\s*(?P<text>.*)", re.DOTALL)
+
+
+def _letter_and_text(raw: str, valid: Sequence[str]) -> tuple[str, str] | None:
+    """(letter, the text written after it) for a choice in one of _CHOICE's forms, else None."""
+    text = unicodedata.normalize("NFKC", raw).translate(_INVISIBLE).strip()
+    if text.upper() in valid:
+        return text.upper(), ""
+    if (m := _CHOICE.fullmatch(text)) is None:
+        return None
+    letter = (m["enclosed"] or m["marked"]).upper()
+    return (letter, m["text"].strip()) if letter in valid else None
+
+
+def _same_option_text(written: str, option: str) -> bool:
+    """Is `written` this option's text (or the start of a long one)? Case, spaces and digit
+    grouping aside: "64", "2359296" for "2,359,296", "softmax is unchanged" for the long B."""
+
+    def plain(text: str) -> str:
+        return " ".join(unicodedata.normalize("NFKC", text).casefold().split()).rstrip(".")
+
+    said, meant = plain(written), plain(option)
+    if said == meant or (len(said) >= 12 and meant.startswith(said)):
+        return True
+    a, b = parse_answer(written), parse_answer(option)
+    return isinstance(a, Number) and isinstance(b, Number) and a.value == b.value
 
 
 def _or_list(items: Sequence[str], word: str = "or") -> str:
@@ -934,6 +1084,29 @@ def _check_choice(question: ChoiceQuestion, raw: object) -> AnswerResult:
                     ),
                 )
         return _form_error(question, letter)
+    assert isinstance(raw, str)  # parse_choice reads letters from strings only
+    _, written = _letter_and_text(raw, letters) or (letter, "")
+    if written and not _same_option_text(written, question.options[letter]):
+        # "B) 96": the letter and the text disagree; which one was meant is not ours to guess
+        others = [x for x in letters if x != letter and _same_option_text(written, question.options[x])]
+        if others:
+            message = msg(
+                "{text} gives the letter {letter} but the text of option {other}: "
+                "answer with the letter you mean alone ({letters}).",
+                text=repr(_show(raw.strip())),
+                letter=letter,
+                other=others[0],
+                letters=_or_list(letters),
+            )
+        else:
+            message = msg(
+                "{text} gives the letter {letter}, but the text after it is not option {letter}'s: "
+                "answer with the letter alone ({letters}), or with its text as printed.",
+                text=repr(_show(raw.strip())),
+                letter=letter,
+                letters=_or_list(letters),
+            )
+        return _result(question, False, "choice-contradicts", message, form_error=True)
     if letter == question.answer:
         return _result(question, True, "correct", msg("Correct."))
     return _result(
@@ -1045,11 +1218,47 @@ def _describe_shape(shape: tuple[int, ...]) -> Message:
     return msg("an array of shape {shape}", shape="×".join(map(str, shape)))
 
 
+def _expected(question: IntegerQuestion | RealQuestion) -> Message:
+    """What the question asks for and how to write it, for an answer in no form we read."""
+    shape, whole = question.key.shape, isinstance(question, IntegerQuestion)
+    if not shape:
+        if whole:
+            return msg("this answer is one whole number: write it as 1234567, 1,234,567 or 2**10")
+        return msg("this answer is one number: {forms}", forms=_FORMS_HELP)
+    if len(shape) == 1:
+        first = list("abc"[: shape[0]]) + (["…"] if shape[0] > 3 else [])
+        letters = ", ".join(first)
+        if whole:
+            return msg(
+                "this answer is a list of {n} whole numbers: write it as [{items}], ({items}) or, "
+                "for a shape, as torch.Size([{items}]) or {product}",
+                n=shape[0],
+                items=letters,
+                product="×".join(first),
+            )
+        return msg(
+            "this answer is a list of {n} numbers: write it as [{items}] (or as NumPy prints it)",
+            n=shape[0],
+            items=letters,
+        )
+    return msg(
+        "this answer is {shape}: write it as a list of rows, e.g. [[a, b], [c, d]]",
+        shape=_describe_shape(shape),
+    )
+
+
 def _check_numbers(question: IntegerQuestion | RealQuestion, raw: object) -> AnswerResult:
-    got = parse_answer(raw)
-    if isinstance(got, ParseError):
-        return _form_error(question, got)
     key = question.key
+    got = parse_answer(raw, key.shape)
+    if isinstance(got, ParseError):
+        if got.unrecognised and isinstance(raw, str):  # say what is expected, not what a number is
+            message = msg(
+                "Could not read {text}: {expected}.",
+                text=repr(_show(raw.strip())),
+                expected=_expected(question),
+            )
+            return _result(question, False, got.code, message, form_error=True)
+        return _form_error(question, got)
     if got.shape != key.shape:
         shapes = dict(expected=_describe_shape(key.shape), got=_describe_shape(got.shape))
         if len(key.shape) >= 2 and math.prod(key.shape) == math.prod(got.shape):

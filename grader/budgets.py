@@ -66,9 +66,7 @@ class CallBudgets:
             else:
                 per_step = _seconds_per_step(model, batch_size, block_size)
                 self._seconds[key] = (
-                    self.call_seconds
-                    if per_step is None
-                    else max(CALL_FLOOR_SECONDS, CALL_BUDGET_FACTOR * per_step * max(1, steps))
+                    self.call_seconds if per_step is None else self._bounded(per_step * max(1, steps))
                 )
         return self._seconds[key]
 
@@ -90,11 +88,13 @@ class CallBudgets:
             except Exception:  # noqa: BLE001 - the reference raising (on bad input) is its answer too
                 found = True
             seconds = time.perf_counter() - started
-        if found is _NO_TWIN:
-            return self.call_seconds
-        return min(
-            max(CALL_FLOOR_SECONDS, CALL_BUDGET_FACTOR * seconds), max(self.call_seconds, CALL_FLOOR_SECONDS)
-        )
+        return self.call_seconds if found is _NO_TWIN else self._bounded(seconds)
+
+    def _bounded(self, reference_seconds: float) -> float:
+        """The budget for work the reference does in `reference_seconds`: never under the floor,
+        never over call_seconds (the flat limit this replaces stays the bound of any call)."""
+        budget = max(CALL_FLOOR_SECONDS, CALL_BUDGET_FACTOR * reference_seconds)
+        return min(budget, max(self.call_seconds, CALL_FLOOR_SECONDS))
 
     def _call_key(self, generation: int, target: dict, args, kwargs) -> tuple:
         made_by = functools.partial(self._made_by, generation)
@@ -244,7 +244,7 @@ def _seconds_per_step(model: torch.nn.Module, batch_size: int, block_size: int) 
         return None
     finally:
         model.load_state_dict(state)
-    return max(times[1:]) if len(times) > 1 else None
+    return min(times[1:]) if len(times) > 1 else None  # the least: noise only ever adds
 
 
 @contextlib.contextmanager

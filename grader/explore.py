@@ -6,7 +6,7 @@ cases drawn by a hypothesis strategy. It is seeded from nothing but the code (de
 no example database and prints nothing, so a submission always gets the same grade, and a failure
 is shrunk to the smallest failing case, whose CheckFailure is raised with the input shown. What
 ends a check in the jail (a timeout, a crash, NotImplementedError) or keeps it from the learner's
-code (testkit.Unreachable: a broken module, a missing name) is raised at once: it is never
+code (testkit.Unusable: a broken module, a missing name) is raised at once: it is never
 repeated to shrink it.
 
 The strategies below are the pieces every exercise's contract shares (batch dims 0-3, T = 1, odd
@@ -79,7 +79,7 @@ def explore(
     strategy may miss), raising the first failure as written.
 
     `what` names what a case is the input of (e.g. "stable_softmax"), for the message."""
-    from grader.testkit import Unreachable
+    from grader.testkit import Unusable
 
     failures: list[tuple[object, BaseException]] = []  # the last is hypothesis's smallest so far
     calls_since_failure = 0
@@ -92,7 +92,7 @@ def explore(
                 raise _Abort(None)  # enough shrinking: the last failure seen is the smallest yet
         try:
             prop(case)
-        except Unreachable as exc:  # no input is to blame
+        except Unusable as exc:  # no input is to blame
             raise _Abort(exc) from None
         except AssertionError as exc:  # a CheckFailure, or a plain assert in a check
             failures.append((case, exc))
@@ -123,12 +123,12 @@ def explore(
 def corner(case, prop: Callable[[object], None], *, what: str = "") -> None:
     """Run `prop` on one explicit case (e.g. the contract's own example, [500, 502]); its failure
     is raised with the input shown, as written."""
-    from grader.testkit import Unreachable
+    from grader.testkit import Unusable
 
     try:
         prop(case)
     except (AssertionError, LearnerError) as exc:
-        if isinstance(exc, Unreachable) or _not_implemented(exc):
+        if isinstance(exc, Unusable) or _not_implemented(exc):
             raise
         raise _failure(case, exc, what, smallest=False) from None
 

@@ -15,7 +15,7 @@ from grader.exercises import exercise_dir, load_exercise
 from grader.jail.client import JailError, JailTimeout
 from grader.locale import message_of, msg
 from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError, Printed
-from grader.quiz import grade_answers
+from grader.quiz import grade_sheet
 from grader.runner import run_hidden_tests, stopped_at
 from grader.session import SubmissionSession, import_problem
 from grader.submission import InvalidSubmission, SubmittedFiles, read_submission
@@ -78,7 +78,7 @@ def assemble(
 
 
 def grade_quiz(exercise: Exercise, submitted: SubmittedFiles, student: str | None) -> Grade:
-    checks, warnings = grade_answers(exercise, submitted.toml[exercise.files[0]], student)
+    checks, warnings = grade_sheet(exercise, submitted, student)
     return assemble(exercise, checks, [], None, isolation="none (answers are data)", warnings=warnings)
 
 

@@ -212,6 +212,9 @@ class CheckResult(Said):
     evidence: dict[str, float | int | str | list] = {}
     title_i18n: dict[str, str] = {}  # lang -> title, where the title is data (quiz questions)
     curve: TrainingCurve | None = None  # the training probe's losses, pass or fail
+    # the failed checks this failed one builds on, followed down to their own root
+    # (grader.runner.root_causes): the report shows those first and this one under them
+    caused_by: list[str] = []
 
     _parts = ("curve",)
 
@@ -228,6 +231,11 @@ class CheckResult(Said):
                 data[name] = bounded(data[name], Room(GRADE_PART_BYTES))
         if isinstance(data.get("symptoms"), (list, tuple)):
             data["symptoms"] = list(dict.fromkeys(data["symptoms"]))[:DATA_ITEMS]
+        if isinstance(data.get("caused_by"), (list, tuple)):
+            data["caused_by"] = [
+                bounded(c, Room(GRADE_PART_BYTES)) if isinstance(c, str) else c
+                for c in data["caused_by"][:DATA_ITEMS]
+            ]
         return super()._prepare(data, room)
 
     def text_bytes(self) -> int:

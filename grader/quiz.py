@@ -6,6 +6,9 @@ functions). Nothing of the learner's runs, so quizzes need no jail.
 
 from __future__ import annotations
 
+import difflib
+import re
+from collections.abc import Sequence
 from functools import cache
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -18,10 +21,11 @@ from grader.answers import (
     check_answer,
     question_from_dict,
 )
-from grader.errors import ExerciseFileError, shown_path
+from grader.errors import ExerciseFileError, UsageError, shown_path
 from grader.exercises import exercise_dir, read_toml_model
-from grader.locale import msg
+from grader.locale import Message, msg
 from grader.models import CheckResult, Exercise, Rule, Title
+from grader.submission import SubmittedFiles
 from grader.variants import draw
 
 CHECK_FIELDS = {"rule", "day", "text", "points", "variant"}
@@ -129,7 +133,7 @@ def starter_text(exercise: Exercise, student: str | None) -> str:
     lines = [
         f"# {exercise.title.en} / {exercise.title.zh_TW}",
         "# Write each answer after its '='. Numbers may be 4194304, 4_194_304, \"4,194,304\", "
-        "\"ln(100)\", \"2/3\"; lists as [..]; choices as a letter.",
+        "\"ln(100)\", \"2/3\"; lists and shapes as [2, 3], \"(2, 3)\" or \"2x3\"; choices as a letter.",
         f"# learner: {student}" if student else "# the default variant (no --student given)",
         "",
         "[answers]",
@@ -145,22 +149,120 @@ def starter_text(exercise: Exercise, student: str | None) -> str:
     return "\n".join(lines)
 
 
+# the line starter_text writes: "# learner: alice" (an id as the course writes them, capped)
+LEARNER_LINE = re.compile(r"^#\s*learner:\s*(?P<id>[\w.@+-]{1,100})\s*$", re.MULTILINE | re.ASCII)
+ANSWERS_TABLE = "answers"
+
+
+def sheet_learner(text: str) -> str | None:
+    """The learner a sheet's `# learner: ID` header names (in its first lines), or None."""
+    head = "\n".join(text.splitlines()[:20])
+    m = LEARNER_LINE.search(head)
+    return m["id"] if m else None
+
+
+def answers_table(sheet: dict, known: Sequence[str]) -> tuple[dict, list[Message]]:
+    """The learner's `[answers]` table and what to warn about: a misspelled table ([Answers],
+    [answer]) is read, with a warning; so are question ids written above every table (the
+    `[answers]` line deleted). Without either, nothing is answered and the warning says why."""
+    table = sheet.get(ANSWERS_TABLE)
+    if isinstance(table, dict):
+        return table, []
+    if table is not None:
+        return {}, [msg("answers.toml: answers must be a table, [answers], with one line per question")]
+    tables = [k for k, v in sheet.items() if isinstance(v, dict)]
+    close = [k for k in tables if k.casefold() in ("answers", "answer")]
+    close += difflib.get_close_matches(ANSWERS_TABLE, [k for k in tables if k not in close], n=1, cutoff=0.7)
+    if close:
+        name = close[0]
+        warning = msg(
+            "answers.toml has no [answers] table; [{name}] was read as [answers]: name the table [answers]",
+            name=name,
+        )
+        return sheet[name], [warning]
+    loose = {k: v for k, v in sheet.items() if k in known}
+    if loose:
+        warning = msg("answers.toml has no [answers] table; the answers outside any table were read")
+        return loose, [warning]
+    return {}, [
+        msg("answers.toml has no [answers] table, so no answer was read: write the answers under [answers]")
+    ]
+
+
+def unknown_ids(answers: dict, known: Sequence[str]) -> list[Message]:
+    """A warning for each key that is no question id (the first ten), with the closest id."""
+    lowered = {k.casefold(): k for k in known}
+    warnings = []
+    unknown = sorted(k for k in answers if k not in known)
+    for key in unknown[:10]:
+        closest = (
+            [lowered[key.casefold()]]
+            if key.casefold() in lowered
+            else difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        )
+        if closest:
+            warnings.append(
+                msg(
+                    "unknown question id {id} ignored: did you mean {closest}?",
+                    id=repr(key),
+                    closest=closest[0],
+                )
+            )
+        else:
+            warnings.append(msg("unknown question id {id} ignored", id=repr(key)))
+    if len(unknown) > 10:
+        warnings.append(msg("and {n} more unknown question ids ignored", n=len(unknown) - 10))
+    return warnings
+
+
+def variant_learner(student: str | None, header: str | None) -> tuple[str | None, list[Message]]:
+    """Whose variant to grade, and the note that says so. --student wins over the sheet's header
+    (a header that disagrees is a warning naming both: a copied sheet shows); without --student,
+    the learner the header names, never silently the default variant."""
+    if header is None or header == student:
+        return student, []
+    if student is None:
+        note = msg(
+            "graded as the variant of learner {header}, whom the sheet's '# learner: {header}' line names "
+            "(no --student given)",
+            header=header,
+        )
+        return header, [note]
+    warning = msg(
+        "the sheet's '# learner: {header}' line names another learner than --student {student}: "
+        "graded as {student}'s variant",
+        header=header,
+        student=student,
+    )
+    return student, [warning]
+
+
+def grade_sheet(
+    exercise: Exercise, submitted: SubmittedFiles, student: str | None
+) -> tuple[list[CheckResult], list[Message]]:
+    """A quiz's one file as read_submission found it. A sheet that does not parse raises
+    UsageError with its file, line and column: `grader grade` exits 2, a batch or a server
+    stores a grade of 0 that names them (batch.grade_task)."""
+    name = exercise.files[0]
+    problem = submitted.problems.get(name)  # read_submission raises first today; kept as the rule
+    if problem is not None:
+        raise UsageError(problem)
+    text = submitted.files.get(name, b"").decode("utf-8", "replace")
+    return grade_answers(exercise, submitted.toml.get(name, {}), student, header=sheet_learner(text))
+
+
 def grade_answers(
-    exercise: Exercise, answers_file: dict, student: str | None
-) -> tuple[list[CheckResult], list[str]]:
-    """(one check per question, warnings). Missing answers score zero; unknown ids are warnings."""
-    answers = answers_file.get("answers", {})
-    warnings: list[str] = []
-    if not isinstance(answers, dict):
-        answers = {}
-        warnings.append(msg("answers.toml has no [answers] table"))
-    posed = pose(exercise.id, student)
-    known = {p.item.id for p in posed}
-    unknown = sorted(set(answers) - known)
-    if unknown:
-        warnings.append(msg("unknown question ids ignored: {ids}", ids=", ".join(unknown)))
+    exercise: Exercise, answers_file: dict, student: str | None, header: str | None = None
+) -> tuple[list[CheckResult], list[Message]]:
+    """(one check per question, warnings). Missing answers score zero; unknown ids are warnings.
+    header: the learner the sheet's `# learner:` line names (variant_learner decides)."""
+    learner, warnings = variant_learner(student, header)
+    posed = pose(exercise.id, learner)
+    known = [p.item.id for p in posed]
+    answers, problems = answers_table(answers_file, known)
+    warnings += problems + unknown_ids(answers, known)
     missing = [p.item.id for p in posed if p.item.id not in answers or answers[p.item.id] == ""]
-    if missing:
+    if missing and answers:
         warnings.append(msg("no answer given for: {ids}", ids=", ".join(missing)))
     checks = []
     for p in posed:

@@ -1,11 +1,13 @@
 """Runs an exercise's hidden tests (ordinary pytest files) against a submission, in-process.
 
 The hidden tests live with the grader and run here, in the trusted process; only the `submission`
-fixture reaches into the jail. Each test marked with `check(...)` becomes one CheckResult.
+fixture reaches into the jail. Each test marked with `check(...)` becomes one CheckResult; a
+failed one whose `needs` failed too names them as its root causes (`root_causes`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -29,14 +31,25 @@ class _CheckCollector:
         self.diagnoses: list[Diagnosis] = []
         self.unmarked: list[str] = []
         self.collect_errors: list[str] = []
+        self.needs: dict[str, tuple[str, ...]] = {}  # check id -> the check ids it builds on
+        self.needs_errors: list[str] = []
 
     @pytest.fixture
     def submission(self):
         return self._submission
 
+    def pytest_collection_finish(self, session):
+        marked = [(item, m) for item in session.items if (m := item.get_closest_marker("check"))]
+        self.needs = {check_id(item): tuple(m.kwargs.get("needs", ())) for item, m in marked}
+        where = {check_id(item): item.nodeid for item, _ in marked}
+        self.needs_errors = needs_errors(self.needs, where)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session):
-        """After collection, before the first check: a submission that cannot be loaded runs none."""
+        """After collection, before the first check: hidden tests whose needs are broken run no
+        check (the grader's bug), nor does a submission that cannot be loaded."""
+        if self.needs_errors:
+            return True
         if self._before_checks is not None:
             self.problem = self._before_checks()
             if self.problem is not None:
@@ -79,9 +92,8 @@ class _CheckCollector:
 
     def _result(self, item, marker, call) -> CheckResult:
         meta = marker.kwargs
-        check_id = item.name.removeprefix("test_").replace("_", "-")
         base = dict(
-            id=check_id,
+            id=check_id(item),
             max_points=float(meta["points"]),
             rule=meta["rule"],
             day=int(meta["day"]),
@@ -94,7 +106,7 @@ class _CheckCollector:
         message, symptoms, evidence = explain(exc)
         if isinstance(exc, CheckFailure):
             for d in exc.diagnosis:
-                self.diagnoses.append(Diagnosis(check=check_id, **d))
+                self.diagnoses.append(Diagnosis(check=base["id"], **d))
         return CheckResult(
             passed=False,
             points=0.0,
@@ -104,6 +116,59 @@ class _CheckCollector:
             message=message,
             **base,
         )
+
+
+def check_id(item) -> str:
+    """A check's id: its test's name without `test_`, `_` written `-` (what `needs` names)."""
+    return item.name.removeprefix("test_").replace("_", "-")
+
+
+def needs_errors(needs: Mapping[str, Sequence[str]], where: Mapping[str, str]) -> list[str]:
+    """What is wrong with the hidden tests' `needs` (check id -> ids it builds on; `where`: check
+    id -> its test's node id): a need that names no check, and every cycle, which would leave no
+    check to fix first."""
+    errors = [
+        f"{where.get(c, c)}: needs {n!r}, which is no check of these hidden tests "
+        f"(checks: {', '.join(sorted(needs))})"
+        for c, ns in needs.items()
+        for n in ns
+        if n not in needs
+    ]
+    state: dict[str, str] = {}  # id -> "open" while its needs are followed, then "done"
+
+    def follow(c: str, path: list[str]) -> None:
+        state[c] = "open"
+        for n in needs.get(c, ()):
+            if state.get(n) == "open":
+                cycle = [*path[path.index(n) :], n]  # an open check is on the path
+                errors.append(f"{where.get(n, n)}: needs form a cycle: {' -> '.join(cycle)}")
+            elif n in needs and n not in state:
+                follow(n, [*path, n])
+        state[c] = "done"
+
+    for c in needs:
+        if c not in state:
+            follow(c, [c])
+    return errors
+
+
+def root_causes(results: Sequence[CheckResult], needs: Mapping[str, Sequence[str]]) -> list[CheckResult]:
+    """The results again, each failed one with `caused_by`: the failed checks among its needs,
+    each followed down to its own roots. If A needs B needs C and all three fail, A and B are
+    caused by C: C is the first broken thing. A need that passed ends the chain (what it tests
+    works, so it is no cause, whatever it needs). A failed check with no failed need is a root.
+    Points are untouched: this only tells the reports what to show first. Needs have no cycle
+    (`needs_errors`, at collection)."""
+    failed = {r.id for r in results if not r.passed}
+    found: dict[str, list[str]] = {}
+
+    def roots(c: str) -> list[str]:
+        if c not in found:
+            below = [root for n in needs.get(c, ()) if n in failed for root in (roots(n) or [n])]
+            found[c] = list(dict.fromkeys(below))
+        return found[c]
+
+    return [r if r.passed else r.model_copy(update={"caused_by": roots(r.id)}) for r in results]
 
 
 def explain(exc: BaseException) -> tuple[str, list[str], dict]:
@@ -214,6 +279,9 @@ def run_hidden_tests(hidden_dir: Path, submission, before_checks=None) -> _Check
             f"hidden tests in {hidden_dir} could not run (pytest exit {code}): "
             f"{' '.join(collector.collect_errors)}"
         )
+    if collector.needs_errors:
+        raise RuntimeError(f"hidden tests with broken needs: {'; '.join(collector.needs_errors)}")
     if collector.unmarked:
         raise RuntimeError(f"hidden tests without a check marker: {collector.unmarked}")
+    collector.results = root_causes(collector.results, collector.needs)
     return collector

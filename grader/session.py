@@ -34,7 +34,7 @@ from grader.jail.client import (
     read_submission_files,
 )
 from grader.jail.wire import Handle
-from grader.limits import CALL_FLOOR_SECONDS
+from grader.limits import CALL_FLOOR_SECONDS, JAIL_READY_SECONDS
 from grader.locale import Message, msg
 
 
@@ -180,7 +180,8 @@ class SubmissionSession:
         return self.jail
 
     def _ready(self, jail: Jail) -> None:
-        info = jail.wait_ready(self._timeout())
+        # the jail's start and the learner's imports: as long as a jail's start-up may take
+        info = jail.wait_ready(self._timeout(min(self.limits.call_seconds, JAIL_READY_SECONDS)))
         imports, missing = info.get("imports", {}), info.get("missing", {})
         # the learner's code ran before this reply was sent: check its shape before using it
         if not (
@@ -344,13 +345,13 @@ class SubmissionSession:
         if module not in self.modules:
             return  # torch, numpy: not the learner's
         self.ensure_jail()  # the import's outcome decides
-        from grader.testkit import Unreachable  # testkit imports this module
+        from grader.testkit import Unusable  # testkit imports this module
 
         if module in self.broken:
-            raise Unreachable(self.broken[module], symptoms=["exception"])
+            raise Unusable(self.broken[module], symptoms=["exception"])
         lacking = self.missing.get(module, [])
         if path and path[0] in lacking:
-            raise Unreachable(
+            raise Unusable(
                 msg(
                     "{file} does not define {missing} (the exercise asks for {names}; see the starter's "
                     "docstrings)",
@@ -366,12 +367,12 @@ class SubmissionSession:
         that reads it, with its located problem, and only that check."""
         if name in self.toml:
             return self.toml[name]
-        from grader.testkit import Unreachable
+        from grader.testkit import Unusable
 
         problem = self.problems.get(name) or msg(
             "missing file: {missing} (this exercise needs {files})", missing=name, files=name
         )
-        raise Unreachable(problem, symptoms=["exception"])
+        raise Unusable(problem, symptoms=["exception"])
 
     def _call(self, remote: Remote, args, kwargs):
         target = self._target(remote)

@@ -58,9 +58,10 @@ class CheckFailure(AssertionError):
         self.evidence = dict(evidence or {})
 
 
-class Unreachable(CheckFailure):
-    """The check cannot reach the learner's code at all (a broken module, a missing name or
-    file): the same failure for every input, so `explore` raises it at once, never shrunk."""
+class Unusable(CheckFailure):
+    """A check reached a learner file that cannot be used (its located problem) or a name its
+    module lacks (grader.session): no input changes that, so an explorer re-raises it as it is,
+    never shrunk."""
 
 
 def fail(message: str, *, symptoms=(), diagnosis=(), **evidence) -> NoReturn:

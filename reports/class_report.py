@@ -10,6 +10,9 @@
   submissions, with the points earned and available;
 - the diagnoses, most frequent first: how many submissions each known bug (or, without a mutant
   name, each diagnosis message) was diagnosed in, counted once per submission;
+- the root causes, most frequent first: how many submissions failed each check as the first
+  broken thing that other failing checks build on (CheckResult.caused_by), and how many
+  failures built on it there were in all;
 - how many submissions could not be graded normally, by error kind.
 """
 
@@ -22,12 +25,12 @@ from dataclasses import dataclass, field
 from markupsafe import Markup
 
 from grader.locale import normalize_lang
-from grader.models import RULES, Grade
+from grader.models import RULES, CheckResult, Grade
 from reports import svg
 from reports.gradebook import render_csv
 from reports.html import HTML_LANG, environment, translator
 from reports.labels import error_label, rule_label
-from reports.view import check_title, exercise_title, fmt_points, message_text, t
+from reports.view import check_title, exercise_title, fmt_points, message_text, root_causes_of, t
 
 BIN_EDGES = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
 
@@ -78,6 +81,15 @@ class DiagnosisStat:
 
 
 @dataclass
+class RootCauseStat:
+    exercise: str
+    id: str
+    title: str
+    count: int = 0  # submissions in which it was a root cause
+    dependents: int = 0  # the failures that built on it, over those submissions
+
+
+@dataclass
 class ClassSummary:
     lang: str
     n: int
@@ -90,6 +102,7 @@ class ClassSummary:
     diagnoses: list[DiagnosisStat]
     errors: dict[str, int]
     exercises: list[str] = field(default_factory=list)
+    root_causes: list[RootCauseStat] = field(default_factory=list)
 
 
 def summarize(grades: list[Grade], lang: str = "en") -> ClassSummary:
@@ -101,7 +114,21 @@ def summarize(grades: list[Grade], lang: str = "en") -> ClassSummary:
     checks: dict[tuple[str, str], CheckStat] = {}
     rules: dict[str, RuleStat] = {}
     diagnoses: dict[tuple, DiagnosisStat] = {}
+    roots: dict[tuple[str, str], RootCauseStat] = {}
     for g in grades:
+        built_on: Counter[int] = Counter()  # id(root) -> the failures built on it
+        named: dict[int, CheckResult] = {}
+        for causes in root_causes_of(g.checks).values():
+            for root in causes:
+                built_on[id(root)] += 1
+                named[id(root)] = root
+        for ref, n in built_on.items():
+            root = named[ref]
+            cause = roots.setdefault(
+                (g.exercise, root.id), RootCauseStat(g.exercise, root.id, check_title(root, lang))
+            )
+            cause.count += 1
+            cause.dependents += n
         for c in g.checks:
             stat = checks.get((g.exercise, c.id))
             if stat is None:
@@ -139,6 +166,7 @@ def summarize(grades: list[Grade], lang: str = "en") -> ClassSummary:
         diagnoses=sorted(diagnoses.values(), key=lambda d: (-d.count, d.day, d.rule, d.mutant or "")),
         errors=dict(Counter(g.error.kind for g in grades if g.error)),
         exercises=sorted({g.exercise for g in grades}),
+        root_causes=sorted(roots.values(), key=lambda r: (-r.count, -r.dependents, r.exercise, r.id)),
     )
 
 

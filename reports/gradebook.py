@@ -6,7 +6,8 @@ Three tables, each written only here:
   --format csv`, and grades.csv of a batch's class report). Columns (COLUMNS): student, exercise,
   score, max_score, percent, passed, error_kind, checks_passed, checks_total, one `score:<rule>`
   column per rule of SPEC (points earned on that rule's checks; empty when the exercise has
-  none), then the diagnosed mutants and the symptoms (each `;`-joined).
+  none), then the diagnosed mutants, the symptoms and the root causes (failed checks others
+  fail because of, CheckResult.caused_by; each `;`-joined).
 - `render_export_csv(current)`: the gradebook export (`grader gradebook export --format csv`),
   one row per learner and exercise from the store's current grades (EXPORT_COLUMNS, `export_row`,
   which `--format json` shares).
@@ -26,7 +27,7 @@ import csv
 import io
 
 from grader.models import RULES, Grade
-from reports.view import shown
+from reports.view import root_causes_of, shown
 
 MAX_CELL = 1024
 
@@ -43,7 +44,7 @@ COLUMNS = (
         "checks_total",
     ]
     + [f"score:{rule}" for rule in RULES]
-    + ["diagnosed", "symptoms"]
+    + ["diagnosed", "symptoms", "root_causes"]
 )
 
 
@@ -88,6 +89,9 @@ def row(grade: Grade) -> dict[str, str]:
         "checks_total": len(grade.checks),
         "diagnosed": ";".join(dict.fromkeys(d.mutant for d in grade.diagnosis if d.mutant)),
         "symptoms": ";".join(grade.symptoms),
+        "root_causes": ";".join(
+            dict.fromkeys(r.id for roots in root_causes_of(grade.checks).values() for r in roots)
+        ),
     }
     values.update({f"score:{rule}": by_rule.get(rule) for rule in RULES})
     return {k: _cell(values[k]) for k in COLUMNS}

@@ -21,7 +21,18 @@ from grader.models import Grade
 from reports.jsonfmt import dumps, strict
 from reports.junit import printed_text
 from reports.terminal import curve_facts
-from reports.view import Budget, build_view, fmt_points, labelled, listing, rule_day, t
+from reports.view import (
+    Budget,
+    build_view,
+    builds_on,
+    fmt_points,
+    labelled,
+    listing,
+    root_summary,
+    rule_day,
+    t,
+    they_build_on,
+)
 
 SCHEMA = Path(__file__).with_name("schemas") / "gradescope-results.schema.json"
 
@@ -30,10 +41,14 @@ def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dic
     v = build_view(grade, lang, budget)
     tests = []
     for number, (c, cv) in enumerate(zip(grade.checks, v.checks, strict=True), 1):
-        lines = [cv.message] if cv.message else []
+        # a check failing because of a root cause says so first; a root lists what builds on it
+        lines = [builds_on(cv, lang)] if cv.caused_by else []
+        lines += [cv.message] if cv.message else []
         if not c.passed and cv.symptoms:
             lines.append(labelled(t("symptoms", lang), listing(cv.symptoms, lang), lang))
         lines += [labelled(k, val, lang) for k, val in cv.evidence]
+        if cv.dependents:
+            lines += [they_build_on(cv, lang)] + [f"- {d}" for d in cv.dependents]
         tests.append(
             {
                 "name": f"{cv.title} ({cv.id})",
@@ -45,7 +60,13 @@ def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dic
                 "output_format": "text",
                 "tags": [cv.rule, f"day-{c.day}"],
                 "visibility": "visible",
-                "extra_data": {"id": cv.id, "rule": cv.rule, "day": c.day, "symptoms": cv.symptom_ids},
+                "extra_data": {
+                    "id": cv.id,
+                    "rule": cv.rule,
+                    "day": c.day,
+                    "symptoms": cv.symptom_ids,
+                    "caused_by": cv.caused_by_ids,
+                },
             }
         )
     summary = [
@@ -64,6 +85,9 @@ def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dic
                 lang,
             )
         )
+    if v.root_causes:
+        summary.append(t("Fix these first", lang))
+        summary += ["- " + root_summary(r, lang) for r in v.root_causes]
     if v.diagnoses:
         summary.append(t("Diagnosis", lang))
         summary += [

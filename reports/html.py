@@ -12,7 +12,17 @@ from grader.locale import normalize_lang, number
 from grader.models import Grade
 from reports import svg
 from reports.terminal import curve_facts
-from reports.view import Budget, ReportView, build_view, fmt_points, labelled, t
+from reports.view import (
+    Budget,
+    ReportView,
+    build_view,
+    builds_on,
+    fmt_points,
+    labelled,
+    root_of,
+    t,
+    they_build_on,
+)
 
 TEMPLATES = Path(__file__).with_name("templates")
 HTML_LANG = {"en": "en", "zh-TW": "zh-Hant-TW"}
@@ -71,6 +81,9 @@ def render_view(view: ReportView) -> str:
         fmt=fmt_points,
         num=lambda x: number(x, 4),
         html_lang=HTML_LANG[lang],
+        builds_on=lambda c: builds_on(c, lang),
+        root_of=lambda c: root_of(c, lang),
+        they_build_on=lambda c: they_build_on(c, lang),
     )
 
 

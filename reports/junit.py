@@ -18,12 +18,14 @@ from reports.view import (
     Budget,
     PrintedView,
     build_view,
+    builds_on,
     fmt_points,
     labelled,
     listing,
     rule_day,
     shown,
     t,
+    they_build_on,
 )
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -97,7 +99,11 @@ def suite(grade: Grade, lang: str = "en", budget: Budget | None = None) -> ET.El
             },
         )
         if not c.passed:
-            body = [cv.message]
+            # a check failing because of a root cause says so first; a root lists what builds on it
+            lead = builds_on(cv, lang) if cv.caused_by else ""
+            body = [lead, cv.message]
+            if cv.dependents:
+                body += [they_build_on(cv, lang)] + [f"- {d}" for d in cv.dependents]
             if cv.symptoms:
                 body.append(labelled(t("symptoms", lang), listing(cv.symptoms, lang), lang))
             body += [labelled(k, val, lang) for k, val in cv.evidence]
@@ -108,7 +114,7 @@ def suite(grade: Grade, lang: str = "en", budget: Budget | None = None) -> ET.El
                 case,
                 "failure",
                 {
-                    "message": xml_text(first_line(cv.message) or t("failed", lang)),
+                    "message": xml_text(first_line(lead or cv.message) or t("failed", lang)),
                     "type": xml_text(cv.symptom_ids[0] if cv.symptom_ids else cv.rule),
                 },
             )

@@ -11,7 +11,19 @@ import re
 
 from grader.models import Grade
 from reports.terminal import clean, curve_facts, spark
-from reports.view import Budget, ReportView, build_view, fmt_points, labelled, listing, rule_day, t
+from reports.view import (
+    Budget,
+    ReportView,
+    build_view,
+    builds_on,
+    fmt_points,
+    labelled,
+    listing,
+    root_of,
+    rule_day,
+    t,
+    they_build_on,
+)
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _LINE_START = re.compile(r"^(\s*)([#>+\-=])", re.MULTILINE)
@@ -69,6 +81,19 @@ def render_view(v: ReportView) -> str:
             f"> {md(v.error_message or '')}",
             "",
         ]
+    if v.root_causes:
+        out += [f"## {t('Fix these first', lang)}", ""]
+        for root in v.root_causes:
+            c = root.check
+            out.append(f"- ❌ **{md(c.title)}** — {fmt_points(c.points)} / {fmt_points(c.max_points)}")
+            if c.message:
+                out.append(f"  {md(c.message)}".replace("\n", "\n  "))
+            out.append(f"  _{md(they_build_on(c, lang))}_")
+            out += [
+                f"  - ❌ {md(d.title)} — {fmt_points(d.points)} / {fmt_points(d.max_points)}"
+                for d in root.dependents
+            ]
+        out.append("")
     if v.diagnoses:
         out += [f"## {t('Diagnosis', lang)}", ""]
         for d in v.diagnoses:
@@ -95,7 +120,11 @@ def render_view(v: ReportView) -> str:
         for c in g.checks:
             mark = "✅" if c.passed else "❌"
             out.append(f"- {mark} **{md(c.title)}** — {fmt_points(c.points)} / {fmt_points(c.max_points)}")
-            if c.message:
+            if c.caused_by:  # its own message is what its root cause makes: shown above instead
+                out.append(f"  _{md(builds_on(c, lang))}_")
+            elif c.dependents:
+                out.append(f"  _{md(root_of(c, lang))}_")
+            elif c.message:
                 out.append(f"  {md(c.message)}".replace("\n", "\n  "))
         out.append("")
     if v.warnings:

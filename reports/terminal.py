@@ -18,11 +18,14 @@ from reports.view import (
     PrintedView,
     ReportView,
     build_view,
+    builds_on,
     fmt_points,
     labelled,
     listing,
+    root_of,
     rule_day,
     t,
+    they_build_on,
     utf8_len,
 )
 
@@ -181,18 +184,26 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
             s.bad(labelled(t("The submission could not be graded normally", lang), v.error_label or "", lang))
         )
         lines += wrap(v.error_message or "", WIDTH, "  ")
+    if v.root_causes:
+        lines.append(s.bad(s.bold(t("Fix these first", lang))))
+        for root in v.root_causes:
+            lines += check_line(root.check, s, "  ")
+            lines += wrap(root.check.message, WIDTH, "      ") if root.check.message else []
+            lines += [s.warn(x) for x in wrap(they_build_on(root.check, lang), WIDTH, "      ")]
+            for c in root.dependents:
+                lines += check_line(c, s, "        ")
+        lines.append(s.dim("─" * WIDTH))
     for g in v.groups:
         head = f"{g.rule_label} · {t('day {day}', lang, day=g.day)}"
         pts = f"{fmt_points(g.points)}/{fmt_points(g.max_points)}"
         lines.append(s.head(pad(head, WIDTH - len(pts))) + (s.ok(pts) if g.passed else s.bad(pts)))
         for c in g.checks:
-            mark = s.ok("✓") if c.passed else s.bad("✗")
-            pts = f"{fmt_points(c.points)}/{fmt_points(c.max_points)}"
-            name = wrap(c.title, WIDTH - 5 - len(pts), "")
-            first = name[0] if name else ""
-            lines.append(f"  {mark} " + pad(first, WIDTH - 4 - len(pts)) + s.dim(pts))
-            lines += ["    " + n for n in name[1:]]
-            if c.message:
+            lines += check_line(c, s, "  ")
+            if c.caused_by:  # its own message is what its root cause makes: shown above instead
+                lines += [s.warn(x) for x in wrap(builds_on(c, lang), WIDTH, "      ")]
+            elif c.dependents:
+                lines += wrap(root_of(c, lang), WIDTH, "      ")
+            elif c.message:
                 lines += wrap(c.message, WIDTH, "      ")
     if v.diagnoses:
         lines.append(s.dim("─" * WIDTH))
@@ -220,6 +231,18 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
         lines += [s.dim(x) if x.startswith("  " + CUT_MARK) else x for x in printed_lines(v.output, lang)]
     lines += [s.dim(x) for x in wrap(t("isolation: {isolation}", lang, isolation=v.isolation), WIDTH)]
     return lines
+
+
+def check_line(c, s: Style, indent: str) -> list[str]:
+    """A check's mark, title (wrapped) and points, the points at the right edge."""
+    mark = s.ok("✓") if c.passed else s.bad("✗")
+    pts = f"{fmt_points(c.points)}/{fmt_points(c.max_points)}"
+    lead = width(indent) + 2
+    name = wrap(c.title, WIDTH - lead - 1 - len(pts), "")
+    first = name[0] if name else ""
+    return [f"{indent}{mark} " + pad(first, WIDTH - lead - len(pts)) + s.dim(pts)] + [
+        indent + "  " + n for n in name[1:]
+    ]
 
 
 CUT_MARK = "… "

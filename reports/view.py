@@ -239,6 +239,19 @@ class CheckView:
     evidence: list[tuple[str, str]]
     has_curve: bool
     symptom_ids: list[str] = field(default_factory=list)
+    # root causes (CheckResult.caused_by): the titles of the failed checks this one builds on;
+    # of a root, the titles of the failed checks that build on it
+    caused_by: list[str] = field(default_factory=list)
+    caused_by_ids: list[str] = field(default_factory=list)
+    dependents: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RootCauseView:
+    """A failed check that others fail because of, shown first, with those under it."""
+
+    check: CheckView
+    dependents: list[CheckView]
 
 
 @dataclass
@@ -290,6 +303,7 @@ class ReportView:
     error_message: str | None
     groups: list[GroupView]
     checks: list[CheckView]  # the grade's checks, in its order
+    root_causes: list[RootCauseView]  # in the grade's order
     diagnoses: list[DiagnosisView]
     curves: list[CurveView]
     symptoms: list[tuple[str, str]]  # (id, label)
@@ -307,6 +321,77 @@ class ReportView:
 
 def fmt_points(x: float) -> str:
     return f"{x:g}"
+
+
+def root_causes_of(checks: list[CheckResult]) -> dict[int, list[CheckResult]]:
+    """id(failed check) -> the failed checks of the grade it is caused by (its `caused_by` that
+    name one with a message; the first of each id). Only a check with no cause of its own is a
+    root, so a grade whose causes chain (stored by hand) still shows each failure once."""
+    # a check whose details a learner may not see yet (policy.visible_view: no message) shows
+    # only its title and result: it is no root, and is listed under none
+    failed: dict[str, CheckResult] = {}
+    for c in checks:
+        if not c.passed and c.message:
+            failed.setdefault(c.id, c)
+    named = {
+        id(c): [failed[r] for r in dict.fromkeys(c.caused_by) if r in failed and r != c.id]
+        for c in failed.values()
+    }
+    dependent = {id(c) for c in failed.values() if named[id(c)]}
+    out = {}
+    for c in checks:
+        if failed.get(c.id) is not c:
+            continue
+        roots = [r for r in named[id(c)] if id(r) not in dependent]
+        if roots:
+            out[id(c)] = roots
+    return out
+
+
+def quoted(titles: list[str], lang: str) -> str:
+    """Check titles quoted as the language quotes them, listed: “a”, “b” / 「a」、「b」."""
+    return listing([t("“{title}”", lang, title=x) for x in titles], lang)
+
+
+def builds_on(c: CheckView, lang: str) -> str:
+    """What a report says of a check that fails because of its root causes, instead of its
+    own message (which that failure makes): what to fix first."""
+    if len(c.caused_by) > 1:
+        return t(
+            "also failing because it builds on {checks}: fix those first",
+            lang,
+            checks=quoted(c.caused_by, lang),
+        )
+    return t(
+        "also failing because it builds on {checks}: fix that first", lang, checks=quoted(c.caused_by, lang)
+    )
+
+
+def root_of(c: CheckView, lang: str) -> str:
+    """What the list of checks says of a root cause, whose message is shown first."""
+    return t(
+        "fix this first: {count} other failing check(s) build on it (shown first, above)",
+        lang,
+        count=len(c.dependents),
+    )
+
+
+def root_summary(root: RootCauseView, lang: str) -> str:
+    """A root cause and the checks that fail because of it, in one line (a summary's)."""
+    return t(
+        "{check}: {count} other failing check(s) build on it ({checks})",
+        lang,
+        check=quoted([root.check.title], lang),
+        count=len(root.dependents),
+        checks=listing([d.title for d in root.dependents], lang),
+    )
+
+
+def they_build_on(c: CheckView, lang: str) -> str:
+    """The line under a root cause's message, before the checks that fail because of it."""
+    return t(
+        "also failing because they build on {check}: fix that first", lang, check=quoted([c.title], lang)
+    )
 
 
 def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = None) -> ReportView:
@@ -342,8 +427,28 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
         )
         groups[key].checks.append(views[id(c)])
 
+    causes = root_causes_of(grade.checks)
+    root_causes: dict[int, RootCauseView] = {}
+    for c in grade.checks:
+        for root in causes.get(id(c), []):
+            views[id(c)].caused_by.append(views[id(root)].title)
+            views[id(c)].caused_by_ids.append(views[id(root)].id)
+            views[id(root)].dependents.append(views[id(c)].title)
+            root_causes.setdefault(id(root), RootCauseView(views[id(root)], [])).dependents.append(
+                views[id(c)]
+            )
+    root_order = [root_causes[id(c)] for c in grade.checks if id(c) in root_causes]
+
     diagnoses = []
-    for d in grade.diagnosis:
+    # the diagnoses of root causes and lone failures first, then those of checks that fail
+    # because of them; a known bug that several checks found is named once, by the first
+    dependent_ids = {c.id for c in grade.checks if id(c) in causes}
+    named_bugs: set[tuple] = set()
+    for d in sorted(grade.diagnosis, key=lambda d: d.check in dependent_ids):
+        if d.mutant:
+            if (d.rule, d.day, d.mutant) in named_bugs:
+                continue
+            named_bugs.add((d.rule, d.day, d.mutant))
         check = by_id.get(d.check or "")
         diagnoses.append(
             DiagnosisView(
@@ -382,6 +487,7 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
         else None,
         groups=list(groups.values()),
         checks=[views[id(c)] for c in grade.checks],
+        root_causes=root_order,
         diagnoses=diagnoses,
         curves=curves,
         symptoms=[(name(s), name(symptom_label(s, lang))) for s in grade.symptoms],

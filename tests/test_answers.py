@@ -307,7 +307,9 @@ def test_infinite_and_unreadable_answers_to_integer_questions():
     result = fails("gpt2_small_d_k", "sixty-four")
     assert result.form_error and result.message.startswith("Unknown name 'sixty'")
     result = fails("gpt2_small_d_k", "64 heads")
-    assert result.form_error and result.message.startswith("Could not read '64 heads' as a number")
+    # a word that is no unit of the answer is not dropped, and the message says what is expected
+    assert result.form_error
+    assert result.message.startswith("Could not read '64 heads': this answer is one whole number")
     assert fails("gpt2_small_d_k", True).form_error
     assert fails("gpt2_small_d_k", None).code == "missing"
     assert fails("gpt2_small_d_k", {"a": 1}).form_error
@@ -552,7 +554,7 @@ def test_wrong_choice_letters_fail(qid, answer, options):
             assert result.message == f"{letter} is not the right choice."
 
 
-@pytest.mark.parametrize("raw", ["E", "AB", "", "(B)", "B.", "option B", "1", 2, True, ["B"], None])
+@pytest.mark.parametrize("raw", ["E", "AB", "", "(E)", "E)", "option B", "a lot", "1", 2, True, ["B"], None])
 def test_an_answer_that_is_not_a_letter_lists_the_letters(raw):
     result = fails("mc_d_k", raw)
     assert result.form_error
@@ -644,7 +646,8 @@ def test_parse_answer_lists():
     parsed = parse_answer("[4,194,304]")         # inside brackets, commas separate elements
     assert isinstance(parsed, NumberArray) and parsed.shape == (3,)
     assert isinstance(parse_answer([["[1, 2]"]]), ParseError)
-    assert isinstance(parse_answer("(1, 2)"), ParseError)
+    assert isinstance(parse_answer("(1, 2)"), NumberArray)  # a tuple, as Python prints a shape
+    assert isinstance(parse_answer("2 * (1, 2)"), ParseError)
     assert isinstance(parse_answer([[[[[1]]]]]), ParseError)
     assert isinstance(parse_answer(list(range(10_001))), ParseError)
 
@@ -887,3 +890,131 @@ def test_off_by_delta_fails_and_scientific_with_all_digits_passes(key, delta):
     assert not check_answer(q, key + delta).passed
     assert check_answer(q, scientific(key)).passed
     assert check_answer(q, f"{key:,}".translate(FULL_WIDTH)).passed
+
+
+# -- notations learners copy from the starter, Python, NumPy and PyTorch -------------------------
+# (issue 14: each was refused before; a right value in them passes, a wrong one is graded wrong,
+# not unreadable)
+
+@pytest.mark.parametrize("qid, right, wrong", [
+    ("mc_d_k", "B)", "C)"),
+    ("mc_d_k", "(B)", "(c)"),
+    ("mc_d_k", "B) 64", "C) 96"),              # the starter prints options as "A) 32"
+    ("mc_d_k", "b. 64", "A: 32"),
+    ("mc_weights_768", "C) 2,359,296", "D) 2,362,368"),
+    ("mc_weights_768", "C) 2359296", "B) 1769472"),
+    ("mc_max_shift", "(B) softmax is unchanged by subtracting a constant", "A) it sharpens the distribution"),
+])
+def test_choices_as_the_starter_prints_them(qid, right, wrong):
+    passes(qid, right)
+    result = fails(qid, wrong)
+    assert result.code == "wrong" and not result.form_error
+
+
+@pytest.mark.parametrize("raw, names", [
+    ("B) 96", "option C"), ("(B) 768", "option D"), ("B) sixty-four", "option B's"),
+])
+def test_a_letter_whose_text_is_another_option_is_not_guessed_at(raw, names):
+    result = fails("mc_d_k", raw)
+    assert result.form_error and result.code == "choice-contradicts"
+    assert names in result.message and "A, B, C or D" in result.message
+
+
+@pytest.mark.parametrize("qid, right, wrong", [
+    ("shapes_q_heads", "(2, 3, 5, 4)", "(2, 3, 4, 5)"),
+    ("shapes_q_heads", "2x3x5x4", "2x3x4x5"),
+    ("shapes_q_heads", "2 x 3 x 5 x 4", "2 X 5 X 3 X 4"),
+    ("shapes_q_heads", "2×3×5×4", "2×3×5×5"),
+    ("shapes_scores", "2x3x5x5", "2x3x5x4"),
+    ("shapes_concat", "torch.Size([2, 5, 12])", "torch.Size([2, 12, 5])"),
+    ("shapes_concat", "Size([2, 5, 12])", "(2, 5, 4)"),
+    ("logits_shape_b1_t3_d4_v6", "tensor([1, 3, 6])", "[1 3 4]"),
+    ("xy_x", "tensor([ 502, 1204,   33,  991])", "[ 502 1204   33  990]"),
+])
+def test_shapes_as_python_and_pytorch_print_them(qid, right, wrong):
+    passes(qid, right)
+    result = fails(qid, wrong)
+    assert result.code == "wrong-elements" and not result.form_error
+
+
+def test_a_shape_of_the_wrong_length_is_a_shape_error_and_a_product_stays_a_product():
+    result = fails("shapes_q_heads", "2x3x5")
+    assert result.code == "wrong-shape" and "a list of 3 values" in result.message
+    assert parse_answer("6×7").value == 42 and isinstance(parse_answer("2x3"), ParseError)  # no list expected
+
+
+@pytest.mark.parametrize("qid, right, wrong", [
+    ("softmax_500_502", "[0.1192 0.8808]", "[0.8808 0.1192]"),
+    ("softmax_500_502", "array([0.1192, 0.8808])", "array([0.12, 0.88])"),
+    ("softmax_500_502", "tensor([0.1192, 0.8808], dtype=torch.float64)", "tensor([0.1192, 0.88])"),
+    ("review_weights", "[[1.     0.    ]\n [0.8044 0.1956]]", "[[1. 0.]\n [0.1956 0.8044]]"),
+    ("trace_output", "[[1.     0.     1.     0.    ]\n [0.0558 1.8884 0.3302 0.6698]]",
+     "[[1. 0. 1. 0.]\n [0.0558 1.8884 0.3302 0.6]]"),
+    ("layernorm_x", "[ 1.3416 -0.4472 -1.3416  0.4472]", "[ 1.3416 0.4472 -1.3416  0.4472]"),
+])
+def test_arrays_as_numpy_prints_them(qid, right, wrong):
+    passes(qid, right)
+    result = fails(qid, wrong)
+    assert result.code == "wrong-elements" and not result.form_error
+
+
+def test_numpy_spacing_is_read_only_when_every_element_is_a_plain_number():
+    assert parse_answer("[1 - 2]").shape == (1,)     # an expression, as before
+    assert parse_answer("[4 194 304]").shape == (3,)  # like [4,194,304]: inside brackets, elements
+
+
+@pytest.mark.parametrize("raw, value", [
+    ("ln(50,257)", math.log(50257)), ("log(50,257)", math.log(50257)), ("sqrt(1,000,000)", 1000),
+    ("log(2, 8)", math.log(2, 8)), ("log(8,2)", 3.0), ("log(50, 257)", math.log(50, 257)),
+    ("ln(1,000)*2", 2 * math.log(1000)),
+])
+def test_thousands_inside_function_arguments(raw, value):
+    parsed = parse_answer(raw)
+    assert isinstance(parsed, Number) and parsed.value == pytest.approx(value, rel=1e-12), raw
+
+
+def test_a_spaced_thousands_comma_in_a_one_argument_function_says_how_to_write_it():
+    result = fails("first_loss_v50257", "ln(50, 257)")
+    assert result.form_error and "ln(50,257)" in result.message and "ln(50257)" in result.message
+
+
+def test_thousands_in_arguments_graded():
+    passes("first_loss_v50257", "ln(50,257)")
+    result = fails("first_loss_v50257", "log(50, 257)")  # a base, by the space: read so, and shown
+    assert result.code == "out-of-tolerance" and "read as 0.70" in result.message
+    assert parse_answer("[4,194,304]").shape == (3,) and parse_answer("(50,257)").shape == (2,)
+
+
+@pytest.mark.parametrize("qid, right, wrong", [
+    ("medium_attn_bias", "4,198,400 parameters", "4,194,304 parameters"),
+    ("medium_attn_bias", "4198400 params", "4198401 params."),
+    ("batch_bytes_int64", "1,048,576 bytes", "524,288 bytes"),
+    ("first_loss_v50257", "10.8249 nats", "4.6 nats"),
+])
+def test_a_trailing_unit_word(qid, right, wrong):
+    passes(qid, right)
+    result = fails(qid, wrong)
+    assert not result.form_error and result.code in ("wrong", "out-of-tolerance")
+    assert "read as" in result.message
+
+
+@pytest.mark.parametrize("raw", ["10 million", "2 pi", "4.2 M"])
+def test_other_words_are_not_guessed_at(raw):
+    assert fails("medium_attn_bias", raw).form_error
+
+
+@pytest.mark.parametrize("qid, raw, expected", [
+    ("shapes_q_heads", "two by three", "this answer is a list of 4 whole numbers: write it as [a, b, c, …]"),
+    ("softmax_500_502", "half and half", "this answer is a list of 2 numbers"),
+    ("review_weights", "the identity", "this answer is a 2×2 matrix: write it as a list of rows"),
+    ("medium_attn_bias", "1 < 2", None),
+    ("gpt2_small_d_k", "64 heads", "this answer is one whole number"),
+    ("first_loss_v50257", "ten point eight", "this answer is one number"),
+])
+def test_an_unreadable_answer_is_told_what_is_expected(qid, raw, expected):
+    result = fails(qid, raw)
+    assert result.form_error and result.message.startswith(f"Could not read {raw!r}: ")
+    if expected:
+        assert expected in result.message
+    if QUESTIONS[qid].key.shape:  # a list question is not told to write "a number"
+        assert "write a number" not in result.message

@@ -12,7 +12,7 @@ from grader import explore as ex
 from grader.errors import JailTimeout, LearnerError
 from grader.testkit import (
     CheckFailure,
-    Unreachable,
+    Unusable,
     conditioned_tolerance,
     expect_close,
     explore,
@@ -97,9 +97,9 @@ def test_a_missing_name_is_raised_at_once_without_an_input():
 
     def prop(n):
         calls.append(n)
-        raise Unreachable(msg("attention.py does not define stable_softmax"), symptoms=["exception"])
+        raise Unusable(msg("attention.py does not define stable_softmax"), symptoms=["exception"])
 
-    with pytest.raises(Unreachable) as caught:
+    with pytest.raises(Unusable) as caught:
         explore(st.integers(), prop, corners=[1])
     assert len(calls) == 1
     assert "input" not in caught.value.evidence

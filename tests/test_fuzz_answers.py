@@ -174,3 +174,23 @@ def test_any_toml_value_is_parsed_or_refused(value):
     check_parsed(value)
     choice, _ = timed(parse_choice, value, "ABCD")
     assert choice in ("A", "B", "C", "D") or isinstance(choice, ParseError)
+
+
+SHAPE_FORMS = [  # how Python, PyTorch and NumPy print a shape or a 1-D integer tensor
+    lambda d: "(" + ", ".join(map(str, d)) + ("," if len(d) == 1 else "") + ")",
+    lambda d: "x".join(map(str, d)),
+    lambda d: " × ".join(map(str, d)),
+    lambda d: "torch.Size([" + ", ".join(map(str, d)) + "])",
+    lambda d: "[" + " ".join(map(str, d)) + "]",
+    lambda d: "tensor([" + ", ".join(map(str, d)) + "])",
+]
+
+
+@FUZZ
+@given(st.lists(st.integers(0, 99_999), min_size=2, max_size=5), st.sampled_from(SHAPE_FORMS))
+def test_a_printed_shape_reads_back_as_its_list(dims, form):
+    question = IntegerQuestion(id="shape", answer=dims)
+    assert check_answer(question, form(dims)).passed, form(dims)
+    wrong = [*dims[:-1], dims[-1] + 1]
+    result = check_answer(question, form(wrong))
+    assert not result.passed and result.code == "wrong-elements", form(wrong)

@@ -889,6 +889,7 @@ def test_visible_view_never_leaks_a_hidden_check(checks, before_due, released):
                 evidence={"k": f"{SECRET}-e{i}"},
                 symptoms=["future-leak"],
                 curve=TrainingCurve(losses=[float(i)], ln_v=1.0, floor=0.0),
+                caused_by=[f"{SECRET}-r{i}"],
             )
             for i, (_, ok) in enumerate(checks)
         ],
@@ -909,6 +910,7 @@ def test_visible_view_never_leaks_a_hidden_check(checks, before_due, released):
     ]
     for i in hidden:
         assert f"{SECRET}-m{i}" not in text and f"{SECRET}-e{i}" not in text and f"{SECRET}-d{i}" not in text
+        assert f"{SECRET}-r{i}" not in text  # which checks it builds on: what it found, too
         assert v.checks[i].curve is None and v.checks[i].passed == checks[i][1]
     if hidden:
         assert f"{SECRET}-out" not in text

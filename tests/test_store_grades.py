@@ -94,6 +94,7 @@ def hostile_grades(draw) -> Grade:
                           curve=draw(st.one_of(st.none(), st.builds(
                               TrainingCurve, losses=st.lists(st.one_of(st.none(), st.floats(0, 20)), max_size=5),
                               ln_v=st.floats(0, 20), floor=st.floats(0, 20)))),
+                          caused_by=draw(st.lists(any_text, max_size=2)),
                           **said())
               for _ in range(draw(st.integers(0, 3)))]
     return Grade(exercise="day45-attention", passed=False, score=0.0, max_score=34.0, checks=checks,

@@ -43,9 +43,11 @@ JAIL_FILES = ("zygote.py", "sandbox.py", "worker.py", "wire.py")
 IN_JAIL = "/jail"
 # packages of this project that hold hidden tests, keys, solutions, mutants or the grader itself
 PRIVATE_PACKAGES = ("grader", "exercises", "mutants", "reference_model", "reports")
-# the distributions the jail itself imports (zygote.py, wire.py): learner code sees these, what they
-# require to import, and the standard library; nothing else of the machine's Python
-JAIL_DISTRIBUTIONS = ("torch", "numpy", "msgpack")
+# the distributions the jail itself imports (zygote.py, wire.py), and the tensor libraries course
+# code commonly imports (CS336-style einops and jaxtyping): learner code sees these, what they
+# require to import, and the standard library; nothing else of the machine's Python. One that is
+# not installed is left out (the import fails as it would on the learner's machine).
+JAIL_DISTRIBUTIONS = ("torch", "numpy", "msgpack", "einops", "jaxtyping")
 # where other Pythons of the machine keep packages (visible through the read-only /usr otherwise)
 SYSTEM_SITE_GLOBS = (
     "/usr/lib/python3/dist-packages",

@@ -598,7 +598,7 @@ def visible_view(
     """What a learner may see of `grade` now: a new Grade (the stored one is never changed).
 
     A check whose visibility has not applied yet keeps id, title, title_i18n, rule, day, passed,
-    points and max_points, and loses its message, symptoms, evidence and curve; the diagnoses of
+    points and max_points, and loses its message, symptoms, evidence, curve and root causes; the diagnoses of
     it go; while any check is hidden the grade's own symptoms, the diagnoses that name no check and
     the printed output go too (they may tell what a hidden check found), and a warning says why.
     A late penalty lowers the score (never below 0) and adds a warning saying how late and what it
@@ -617,7 +617,13 @@ def visible_view(
                 {
                     **c.model_dump(),
                     **dict(
-                        message="", message_id=None, message_params={}, symptoms=[], evidence={}, curve=None
+                        message="",
+                        message_id=None,
+                        message_params={},
+                        symptoms=[],
+                        evidence={},
+                        curve=None,
+                        caused_by=[],
                     ),
                 }
             )

@@ -6,6 +6,8 @@ import torch
 
 import reference_model as ref
 from grader.answers import RealQuestion, check_answer
+from grader.diagnosis import AcceptedDiagnosis, symptom_letter
+from grader.diagnosis import judge_bug as diagnosis_of_bug
 from grader.fingerprints import (causal_attention, estimate_scale, identify_attention, layer_norm,
                                  scale_label)
 from grader.testkit import (ProbeResult, check, construct, expect_dtype, expect_shape, expect_tuple,
@@ -174,11 +176,13 @@ def test_training_on_a_markov_corpus(submission):
 
 # -- diagnosis.toml -------------------------------------------------------------------------------
 
-BUGS = {  # bug -> (accepted rules, accepted days, what to look at)
-    "A": ({"attention-scaling"}, {43}, msg("what the scores are divided by")),
-    "B": ({"causal-mask", "numerical-stability"}, {44, 45}, msg("which positions the mask blocks")),
-    "C": ({"pre-ln-residual"}, {46}, msg("where the LayerNorm sits relative to the residual")),
-    "D": ({"target-shift"}, {49}, msg("what y is relative to x")),
+BUGS = {  # bug -> what its diagnosis accepts (SPEC: B is day 44 or 45, numerical-stability also)
+    "A": AcceptedDiagnosis(frozenset({"attention-scaling"}), frozenset({43}), msg("what the scores are divided by")),
+    "B": AcceptedDiagnosis(frozenset({"causal-mask", "numerical-stability"}), frozenset({44, 45}),
+                           msg("which positions the mask blocks")),
+    "C": AcceptedDiagnosis(frozenset({"pre-ln-residual"}), frozenset({46}),
+                           msg("where the LayerNorm sits relative to the residual")),
+    "D": AcceptedDiagnosis(frozenset({"target-shift"}), frozenset({49}), msg("what y is relative to x")),
 }
 
 
@@ -189,17 +193,9 @@ def diagnosis(submission) -> dict:
 
 
 def judge_bug(submission, bug):
-    rules, days, look = BUGS[bug]
-    entry = diagnosis(submission).get("bugs", {}).get(bug)
-    if not isinstance(entry, dict):
-        fail(msg("diagnosis.toml has no [bugs.{bug}] table with rule and day.", bug=bug))
-    rule, day = str(entry.get("rule", "")).strip(), entry.get("day")
-    if rule not in rules:
-        fail(msg("bugs.{bug}.rule = {rule} is not the rule bug ({bug}) breaks. Look at {look}.",
-                 bug=bug, rule=repr(rule), look=look))
-    if not isinstance(day, int) or day not in days:
-        fail(msg("bugs.{bug}.day = {day} is not the curriculum day that teaches this rule.",
-                 bug=bug, day=repr(day)))
+    problem = diagnosis_of_bug(diagnosis(submission), bug, BUGS[bug])   # grader.diagnosis: how it is read
+    if problem is not None:
+        fail(problem)
 
 
 @check(points=1, rule="attention-scaling", day=43, title="diagnosis of bug (A)")
@@ -225,7 +221,7 @@ def test_diagnosis_bug_d(submission):
 @check(points=1, rule="quiz", day=49, title="which bug causes which symptom")
 def test_diagnosis_symptoms(submission):
     symptoms = diagnosis(submission).get("symptoms", {})
-    nan, collapse = (str(symptoms.get(k, "")).strip().upper() for k in ("nan_first_forward", "loss_collapse"))
+    nan, collapse = (symptom_letter(symptoms.get(k)) for k in ("nan_first_forward", "loss_collapse"))
     if nan != "B":
         fail(msg("symptoms.nan_first_forward = {answer}: which bug leaves a query with no visible "
                  "key, so that softmax of all -inf is NaN on the very first forward pass?",
