@@ -157,7 +157,20 @@ def judge(case: Case, grade: Grade) -> Verdict:
 
 
 def grade_case(case: Case) -> Verdict:
-    from grader.grading import grade
+    """One case's verdict. A case that cannot be graded at all (exit 2 for `grader grade`) is a
+    failed verdict naming why, never an exception: one bad case must not end the whole run."""
+    from grader.errors import UsageError
+    from grader.exercises import load_exercise
+    from grader.grading import failed_grade, grade
+
+    try:
+        return _grade_case(case, grade)
+    except UsageError as exc:
+        unreadable = failed_grade(load_exercise(case.exercise), "invalid-submission", str(exc))
+        return Verdict(case=case, grade=unreadable, ok=False, why=f"could not be graded: {exc}")
+
+
+def _grade_case(case: Case, grade) -> Verdict:
 
     with tempfile.TemporaryDirectory(prefix="grader-mutant-") as tmp:
         if case.kind == "solution":

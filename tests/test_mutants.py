@@ -21,3 +21,11 @@ def test_mutants_verify_exits_0():
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     assert "all as expected" in proc.stdout
     assert "FAIL" not in proc.stdout.split("columns are checks")[0]
+
+
+def test_a_case_that_cannot_be_graded_is_a_failed_verdict_not_a_crash_of_the_run():
+    from grader.mutants import Case, grade_case
+
+    verdict = grade_case(Case(kind="alternative", name="no-such-folder", exercise="day45-attention"))
+    assert not verdict.ok and "could not be graded" in verdict.why and "does not exist" in verdict.why
+    assert verdict.grade.error is not None and verdict.grade.error.kind == "invalid-submission"

@@ -11,6 +11,7 @@ import re
 
 import torch
 import torch.nn.functional as F
+from hypothesis import strategies as st
 
 import reference_model as ref
 from grader.testkit import (
@@ -18,11 +19,13 @@ from grader.testkit import (
     LearnerError,
     as_tensor,
     check,
+    conditioned_tolerance,
     construct,
     expect_close,
     expect_dtype,
     expect_raises,
     expect_shape,
+    explore,
     fail,
     is_close,
     judge_probe,
@@ -113,9 +116,8 @@ def gpt_reduction(cfg: dict) -> int:
 def diagnose(got, variants: dict, tol: float, day: int, rule: str):
     """[diagnosis] for each known bug (name -> (its output, explanation)) that `got` reproduces."""
     found = []
-    got = got.to(torch.float64)
     for mutant, (output, message) in variants.items():
-        if is_close(got, output.to(torch.float64), tol):
+        if same(got, output, tol):            # NaN where the bug gives NaN (d - 1 = 0) counts
             found.append({"rule": rule, "day": day, "mutant": mutant, "message": message})
     return found
 
@@ -130,18 +132,26 @@ def same(a, b, tol) -> bool:
 
 
 def expect_close_or_diagnose(got, expected, what, *, rule, day, variants, reduction=1, hint="",
-                             nan_symptom="value-mismatch"):
-    """expect_close, but a mismatch that reproduces a known bug says which bug it is."""
+                             nan_symptom="value-mismatch", tol=None):
+    """expect_close, but a mismatch that reproduces a known bug says which bug it is.
+
+    tol: where the input's magnitude matters, a function computing the conditioned tolerance,
+    called only when today's rule is not met; else today's rule."""
     got = expect_shape(got, expected.shape, what)
-    tol = tolerance(torch.float32, reduction)          # every input here is float32
-    if is_close(got, expected, tol) or not torch.isfinite(got).all():
-        return expect_close(got, expected, what, dtype=torch.float32, reduction=reduction,
-                            hint=hint, nan_symptom=nan_symptom)
-    found = diagnose(got, variants, tol, day, rule)
-    if found:
-        fail(msg("{what} differs from the expected result: {finding}", what=what,
-                 finding=found[0]["message"]), symptoms=["value-mismatch"], diagnosis=found)
-    return expect_close(got, expected, what, dtype=torch.float32, reduction=reduction, hint=hint)
+    rule_tol = tolerance(torch.float32, reduction)     # every input here is float32
+    if callable(tol):
+        tol = rule_tol if is_close(got, expected, rule_tol) else tol()
+    elif tol is None:
+        tol = rule_tol
+    if not is_close(got, expected, tol):
+        found = diagnose(got, variants, tol, day, rule)
+        if found:
+            finite = bool(torch.isfinite(got).all())
+            fail(msg("{what} differs from the expected result: {finding}", what=what,
+                     finding=found[0]["message"]),
+                 symptoms=["value-mismatch" if finite else nan_symptom], diagnosis=found)
+    return expect_close(got, expected, what, dtype=torch.float32, reduction=reduction, hint=hint,
+                        nan_symptom=nan_symptom, tol=tol)
 
 
 # -- LayerNorm and RMSNorm (day 46) ------------------------------------------------------------------
@@ -158,44 +168,89 @@ def layernorm_eps_outside(x, weight, bias, eps):
     return y if bias is None else y + bias
 
 
-LAYERNORM_CASES = [  # (input shape, eps or None for the default, input scale, input shift)
-    ((4, 8), None, 1.0, 0.0),
-    ((2, 3, 16), None, 2.0, 3.0),
-    ((1, 1, 4), None, 1.0, -1.0),      # d = 4: unbiased variance is 4/3 of the biased one
-    ((3, 5, 64), None, 0.01, 0.0),     # variance 1e-4: the default eps = 1e-5 shows
-    ((2, 6, 12), 0.5, 0.5, 0.0),       # a large eps, inside the square root
+# The norms' input space: batch dims 0-3 before d (odd or even, d = 1 too), the default or another
+# eps, magnitudes from where eps shows (0.01) to large (1000), and means up to 8 standard
+# deviations from 0, where float32 cancels digits in x - mean and more in E[x^2] - E[x]^2 (a
+# formulation learners write, correct, but its error grows with the square of mean/spread): the
+# conditioned tolerance follows the first; the second passes with a margin of 2 at 8 sigma.
+NORM_INPUTS = st.fixed_dictionaries({
+    "shape": st.tuples(st.lists(st.integers(1, 3), max_size=3), st.integers(1, 33)).map(
+        lambda dims: (*dims[0], dims[1])),
+    "eps": st.sampled_from([None, 1e-6, 1e-3, 0.5]),
+    "scale": st.sampled_from([1.0, 0.01, 1000.0]),
+    "mean": st.sampled_from([0.0, 1.5, -8.0]),            # in units of the scale
+    "seed": st.integers(0, 999),
+})
+
+
+def norm_case(shape, eps=None, scale=1.0, mean=0.0, seed=0):
+    return dict(shape=shape, eps=eps, scale=scale, mean=mean, seed=seed)
+
+
+LAYERNORM_CASES = [
+    norm_case((4, 8)),
+    norm_case((2, 3, 16), scale=2.0, mean=1.5, seed=1),
+    norm_case((1, 1, 4), mean=-1.0, seed=2),       # d = 4: unbiased variance is 4/3 of the biased one
+    norm_case((3, 5, 64), scale=0.01, seed=3),     # variance 1e-4: the default eps = 1e-5 shows
+    norm_case((2, 6, 12), eps=0.5, scale=0.5, seed=4),   # a large eps, inside the square root
 ]
+
+
+def norm_input(shape, scale: float, mean: float, seed: int) -> torch.Tensor:
+    """Rows of exactly this spread (scale) and mean (in units of the scale), before rounding to
+    float32. A random row of a few entries can have almost no spread, and normalising it is as
+    ill-conditioned as its mean is large against that spread: E[x^2] - E[x]^2 would then fail on
+    rounding alone. A row of d = 1 is its mean."""
+    z = randn(*shape, seed=seed, dtype=torch.float64)
+    if shape[-1] > 1:
+        z = (z - z.mean(-1, keepdim=True)) / z.std(-1, unbiased=False, keepdim=True)
+    else:
+        z = torch.zeros_like(z)
+    return ((z + mean) * scale).to(torch.float32)
+
+
+def norm_pair(submission, name: str, case: dict, **kwargs):
+    """The reference norm `name` and the learner's, with the same random weights, and the input."""
+    d = case["shape"][-1]
+    kw = dict(kwargs, **({} if case["eps"] is None else {"eps": case["eps"]}))
+    reference, learner = pair(submission, getattr(ref, name)(d, **kw),
+                              construct(getattr(submission.norms, name), d, **kw), seed=case["seed"])
+    x = norm_input(case["shape"], case["scale"], case["mean"], seed=100 + case["seed"])
+    module = f"{name}({', '.join([str(d)] + [f'{k}={v}' for k, v in kw.items()])})"
+    return reference.double(), learner, x, msg("{module} on x of shape {shape}", module=module,
+                                               shape=case["shape"])
+
+
+def layernorm_agrees(submission, case: dict, **kwargs):
+    reference, learner, x, what = norm_pair(submission, "LayerNorm", case, **kwargs)
+    d = x.shape[-1]
+    w = reference.weight.detach()
+    b = None if reference.bias is None else reference.bias.detach()
+    e = reference.eps
+    expect_close_or_diagnose(
+        learner(x), reference(x.double()), what, rule="normalization", day=NORM_DAY, reduction=d,
+        tol=lambda: conditioned_tolerance(reference, [x], torch.float32, reduction=d),
+        variants={
+            "unbiased-variance": (layernorm_unbiased(x.double(), w, b, e),
+                msg("your variance divides by d - 1 (torch.var's default, unbiased=True). "
+                    "LayerNorm uses the biased (population) variance: mean((x - mean)^2) over "
+                    "the last dim, i.e. x.var(-1, unbiased=False).")),
+            "eps-outside-sqrt": (layernorm_eps_outside(x.double(), w, b, e),
+                msg("eps is added to the standard deviation; it belongs inside the square "
+                    "root: (x - mean) / sqrt(var + eps).")),
+        },
+        hint=msg("y = (x - mean) / sqrt(var + eps) * weight + bias over the last dim, with the "
+                 "biased variance mean((x - mean)^2) and eps (default 1e-5) inside the sqrt."))
 
 
 @check(points=3, rule="normalization", day=NORM_DAY, title="LayerNorm matches the reference")
 def test_layernorm_matches_reference(submission):
-    for seed, (shape, eps, scale, shift) in enumerate(LAYERNORM_CASES):
-        d = shape[-1]
-        kw = {} if eps is None else {"eps": eps}
-        reference, learner = pair(submission, ref.LayerNorm(d, **kw),
-                                  construct(submission.norms.LayerNorm, d, **kw), seed)
-        x = randn(*shape, seed=10 + seed, scale=scale, shift=shift)
-        e = reference.eps
-        w, b = reference.weight.detach().double(), reference.bias.detach().double()
-        expect_close_or_diagnose(
-            learner(x), reference.double()(x.double()),
-            msg("{module} on x of shape {shape}",
-                module=f"LayerNorm({d}{', eps=' + str(eps) if eps is not None else ''})", shape=shape),
-            rule="normalization", day=NORM_DAY, reduction=d,
-            variants={
-                "unbiased-variance": (layernorm_unbiased(x.double(), w, b, e),
-                    msg("your variance divides by d - 1 (torch.var's default, unbiased=True). "
-                        "LayerNorm uses the biased (population) variance: mean((x - mean)^2) over "
-                        "the last dim, i.e. x.var(-1, unbiased=False).")),
-                "eps-outside-sqrt": (layernorm_eps_outside(x.double(), w, b, e),
-                    msg("eps is added to the standard deviation; it belongs inside the square "
-                        "root: (x - mean) / sqrt(var + eps).")),
-            },
-            hint=msg("y = (x - mean) / sqrt(var + eps) * weight + bias over the last dim, with the "
-                     "biased variance mean((x - mean)^2) and eps (default 1e-5) inside the sqrt."))
+    explore(NORM_INPUTS, lambda case: layernorm_agrees(submission, case), corners=LAYERNORM_CASES,
+            examples=20, what="LayerNorm")
 
 
-@check(points=1, rule="normalization", day=NORM_DAY, title="LayerNorm(bias=False) has no bias")
+@check(points=1, rule="normalization", day=NORM_DAY, title="LayerNorm(bias=False) has no bias",
+       needs=("layernorm-matches-reference",))
 def test_layernorm_without_bias(submission):
     d = 12
     learner = construct(submission.norms.LayerNorm, d, bias=False)
@@ -212,11 +267,8 @@ def test_layernorm_without_bias(submission):
                  "['weight']. With bias=False set self.bias = None instead of creating an "
                  "nn.Parameter.", d=d, names=str(names)),
              got=names)
-    reference, learner = pair(submission, ref.LayerNorm(d, bias=False), learner, seed=7)
-    x = randn(3, 4, d, seed=8, shift=1.0)
-    expect_close(learner(x), reference.double()(x.double()), f"LayerNorm({d}, bias=False)",
-                 dtype=torch.float32, reduction=d,
-                 hint=msg("Without a bias: y = (x - mean) / sqrt(var + eps) * weight."))
+    explore(NORM_INPUTS, lambda case: layernorm_agrees(submission, case, bias=False),
+            corners=[norm_case((3, 4, d), mean=1.0, seed=7)], examples=8, what="LayerNorm(bias=False)")
 
 
 def rmsnorm_subtracting_mean(x, weight, eps):
@@ -224,29 +276,30 @@ def rmsnorm_subtracting_mean(x, weight, eps):
     return c / torch.sqrt(c.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
+RMSNORM_CASES = [norm_case((4, 8), mean=1.5), norm_case((2, 3, 16), scale=2.0, mean=-1.0, seed=1),
+                 norm_case((1, 1, 4), mean=1.0, seed=2),
+                 norm_case((2, 5, 32), eps=0.5, scale=0.3, mean=0.7, seed=3)]
+
+
+def rmsnorm_agrees(submission, case: dict):
+    reference, learner, x, what = norm_pair(submission, "RMSNorm", case)
+    d = x.shape[-1]
+    expect_close_or_diagnose(
+        learner(x), reference(x.double()), what, rule="normalization", day=NORM_DAY, reduction=d,
+        tol=lambda: conditioned_tolerance(reference, [x], torch.float32, reduction=d),
+        variants={"rmsnorm-subtracts-mean": (
+            rmsnorm_subtracting_mean(x.double(), reference.weight.detach(), reference.eps),
+            msg("your RMSNorm subtracts the mean first, which makes it a LayerNorm without "
+                "bias. RMSNorm divides x itself by its root mean square: "
+                "x / sqrt(mean(x^2) + eps) * weight."))},
+        hint=msg("y = x / sqrt(mean(x^2) + eps) * weight over the last dim: no mean "
+                 "subtraction, no bias."))
+
+
 @check(points=2, rule="normalization", day=NORM_DAY, title="RMSNorm matches the reference")
 def test_rmsnorm_matches_reference(submission):
-    cases = [((4, 8), None, 1.0, 1.5), ((2, 3, 16), None, 2.0, -2.0), ((1, 1, 4), None, 1.0, 1.0),
-             ((2, 5, 32), 0.5, 0.3, 0.2)]
-    for seed, (shape, eps, scale, shift) in enumerate(cases):
-        d = shape[-1]
-        kw = {} if eps is None else {"eps": eps}
-        reference, learner = pair(submission, ref.RMSNorm(d, **kw), construct(submission.norms.RMSNorm, d, **kw),
-                                  seed=20 + seed)
-        x = randn(*shape, seed=30 + seed, scale=scale, shift=shift)   # a nonzero mean on purpose
-        expect_close_or_diagnose(
-            learner(x), reference.double()(x.double()),
-            msg("{module} on x of shape {shape}",
-                module=f"RMSNorm({d}{', eps=' + str(eps) if eps is not None else ''})", shape=shape),
-            rule="normalization", day=NORM_DAY, reduction=d,
-            variants={"rmsnorm-subtracts-mean": (
-                rmsnorm_subtracting_mean(x.double(), reference.weight.detach().double(),
-                                         reference.eps),
-                msg("your RMSNorm subtracts the mean first, which makes it a LayerNorm without "
-                    "bias. RMSNorm divides x itself by its root mean square: "
-                    "x / sqrt(mean(x^2) + eps) * weight."))},
-            hint=msg("y = x / sqrt(mean(x^2) + eps) * weight over the last dim: no mean "
-                     "subtraction, no bias."))
+    explore(NORM_INPUTS, lambda case: rmsnorm_agrees(submission, case),
+            corners=RMSNORM_CASES, examples=15, what="RMSNorm")     # corners: nonzero means on purpose
 
 
 # -- positions (day 48) ------------------------------------------------------------------------------
@@ -261,36 +314,53 @@ def sinusoidal_swapped(T, d):
     return torch.stack([pe[:, 1::2], pe[:, 0::2]], dim=-1).flatten(-2)
 
 
+SINUSOIDAL_INPUTS = st.fixed_dictionaries({"T": st.integers(1, 80),     # T = 1, odd and even T
+                                           "d": st.integers(1, 48).map(lambda half: 2 * half)})
+
+
+def sinusoidal_agrees(submission, case: dict):
+    T, d = case["T"], case["d"]
+    # sin's argument p / 10000^(2i/d) reaches T radians, so its rounding error grows like
+    # eps * T: the tolerance rule's sqrt(reduction) with reduction = T^2.
+    expect_close_or_diagnose(
+        submission.positions.sinusoidal_positions(T, d), ref.sinusoidal_positions(T, d).double(),
+        f"sinusoidal_positions(T={T}, d={d})", rule="positional-encoding", day=POSITIONS_DAY,
+        reduction=T * T,
+        variants={
+            "sincos-concatenated": (sinusoidal_concatenated(T, d),
+                msg("you return [all sines | all cosines]. The features are interleaved: "
+                    "PE[p, 2i] = sin(...) in the even columns, PE[p, 2i+1] = cos(...) in the "
+                    "odd ones, i.e. pe[:, 0::2] = sin, pe[:, 1::2] = cos.")),
+            "sincos-swapped": (sinusoidal_swapped(T, d),
+                msg("sine and cosine are swapped: sin goes in the even columns (2i), cos in "
+                    "the odd ones (2i + 1).")),
+        },
+        hint=msg("PE[p, 2i] = sin(p / 10000^(2i/d)) and PE[p, 2i+1] = cos(p / 10000^(2i/d)); "
+                 "pair i shares one frequency."))
+
+
 @check(points=2, rule="positional-encoding", day=POSITIONS_DAY, title="sinusoidal positions")
 def test_sinusoidal_positions(submission):
-    for T, d in [(1, 2), (16, 32), (7, 6), (50, 64), (3, 128)]:
-        # sin's argument p / 10000^(2i/d) reaches T radians, so its rounding error grows like
-        # eps * T: the tolerance rule's sqrt(reduction) with reduction = T^2.
-        expect_close_or_diagnose(
-            submission.positions.sinusoidal_positions(T, d), ref.sinusoidal_positions(T, d).double(),
-            f"sinusoidal_positions(T={T}, d={d})", rule="positional-encoding", day=POSITIONS_DAY,
-            reduction=T * T,
-            variants={
-                "sincos-concatenated": (sinusoidal_concatenated(T, d),
-                    msg("you return [all sines | all cosines]. The features are interleaved: "
-                        "PE[p, 2i] = sin(...) in the even columns, PE[p, 2i+1] = cos(...) in the "
-                        "odd ones, i.e. pe[:, 0::2] = sin, pe[:, 1::2] = cos.")),
-                "sincos-swapped": (sinusoidal_swapped(T, d),
-                    msg("sine and cosine are swapped: sin goes in the even columns (2i), cos in "
-                        "the odd ones (2i + 1).")),
-            },
-            hint=msg("PE[p, 2i] = sin(p / 10000^(2i/d)) and PE[p, 2i+1] = cos(p / 10000^(2i/d)); "
-                     "pair i shares one frequency."))
+    corners = [{"T": T, "d": d} for T, d in [(1, 2), (16, 32), (7, 6), (50, 64), (3, 128)]]
+    explore(SINUSOIDAL_INPUTS, lambda case: sinusoidal_agrees(submission, case), corners=corners,
+            examples=10, what="sinusoidal_positions")
+
+
+def sinusoidal_rejects(submission, case: dict):
+    T, d = case["T"], case["d"]
+    exc = expect_raises(lambda: submission.positions.sinusoidal_positions(T, d), "ValueError",
+                        f"sinusoidal_positions(T={T}, d={d})",
+                        hint=msg("Each (sin, cos) pair takes two features, so d must be even."))
+    if not re.search(rf"\bd\b|\b{d}\b|dim", exc.learner_message, re.IGNORECASE):
+        fail(msg("the ValueError should say which argument is wrong (d, and its value), got: "
+                 "{message}", message=repr(exc.learner_message)))
 
 
 @check(points=1, rule="api-contract", day=POSITIONS_DAY, title="sinusoidal positions need an even d")
 def test_sinusoidal_rejects_odd_d(submission):
-    exc = expect_raises(lambda: submission.positions.sinusoidal_positions(4, 5), "ValueError",
-                        "sinusoidal_positions(T=4, d=5)",
-                        hint=msg("Each (sin, cos) pair takes two features, so d must be even."))
-    if not re.search(r"\bd\b|\b5\b|dim", exc.learner_message, re.IGNORECASE):
-        fail(msg("the ValueError should say which argument is wrong (d, and its value), got: "
-                 "{message}", message=repr(exc.learner_message)))
+    odd = st.fixed_dictionaries({"T": st.integers(1, 9), "d": st.integers(0, 15).map(lambda h: 2 * h + 1)})
+    explore(odd, lambda case: sinusoidal_rejects(submission, case), corners=[{"T": 4, "d": 5}],
+            examples=4, what="sinusoidal_positions")
 
 
 def rope_half_split(x, positions, theta):
@@ -301,107 +371,257 @@ def rope_half_split(x, positions, theta):
     return torch.cat([x0 * angle.cos() - x1 * angle.sin(), x0 * angle.sin() + x1 * angle.cos()], -1)
 
 
-ROPE_CASES = [  # (shape of x, positions or None, theta or None for the default)
-    ((5, 8), None, None),
-    ((2, 3, 7, 16), None, None),                             # (B, h, T, d_k), as inside attention
-    ((2, 6, 32), [3, 7, 0, 12, 100, 63], None),               # explicit positions, any order
-    ((1, 2, 4, 10), [5, 6, 7, 8], None),                      # a shifted window
-    ((4, 12), None, 500.0),                                  # another theta
+ROPE_CASES = [  # x of that shape, positions (None: the default), theta (None: the default)
+    dict(shape=(5, 8), positions=None, theta=None, seed=0),
+    dict(shape=(2, 3, 7, 16), positions=None, theta=None, seed=1),    # (B, h, T, d_k), as in attention
+    dict(shape=(2, 6, 32), positions=[3, 7, 0, 12, 100, 63], theta=None, seed=2),   # any order
+    dict(shape=(1, 2, 4, 10), positions=[5, 6, 7, 8], theta=None, seed=3),          # a shifted window
+    dict(shape=(4, 12), positions=None, theta=500.0, seed=4),                       # another theta
 ]
+
+
+@st.composite
+def rope_inputs(draw):
+    """x (..., T, d) with 0-3 batch dims, T = 1 or more, d even; default or given positions and theta."""
+    dims = draw(st.lists(st.integers(1, 3), max_size=3))
+    T, d = draw(st.integers(1, 9)), 2 * draw(st.integers(1, 12))
+    positions = draw(st.none() | st.lists(st.integers(0, 200), min_size=T, max_size=T))
+    return dict(shape=(*dims, T, d), positions=positions,
+                theta=draw(st.sampled_from([None, 500.0, 1e6])), seed=draw(st.integers(0, 999)))
+
+
+def rope_agrees(submission, case: dict):
+    shape, positions, theta = case["shape"], case["positions"], case["theta"]
+    x = randn(*shape, seed=40 + case["seed"])
+    T = shape[-2]
+    pos = None if positions is None else torch.tensor(positions)
+    kw = {} if pos is None else {"positions": pos}
+    if theta is not None:
+        kw["theta"] = theta
+    got = submission.positions.apply_rope(x, **kw)
+    p = torch.arange(T) if pos is None else pos
+    largest = int(p.abs().max()) + 1
+    what = msg("apply_rope(x of shape {shape}{arguments})", shape=shape,
+               arguments=(f", positions={positions}" if positions is not None else "")
+               + (f", theta={theta}" if theta is not None else ""))
+    expect_close_or_diagnose(
+        got, ref.apply_rope(x.double(), pos, **({"theta": theta} if theta else {})), what,
+        rule="positional-encoding", day=POSITIONS_DAY,
+        reduction=largest * largest,   # the angle reaches `largest` radians, as for sin above
+        variants={"rope-half-split": (rope_half_split(x.double(), p, theta or 10000.0),
+            msg("you rotate the pairs (x[i], x[i + d/2]) (the 'rotate_half' layout of some "
+                "libraries). The exercise's RoPE rotates adjacent pairs (x[2i], x[2i+1]): "
+                "x0, x1 = x[..., 0::2], x[..., 1::2]."))},
+        hint=msg("Pair i = (x[..., 2i], x[..., 2i+1]) rotates by a = p * theta^(-2i/d): "
+                 "(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a), with p from "
+                 "`positions` (default arange(T))."))
 
 
 @check(points=3, rule="positional-encoding", day=POSITIONS_DAY, title="RoPE rotates each pair")
 def test_apply_rope(submission):
-    for seed, (shape, positions, theta) in enumerate(ROPE_CASES):
-        x = randn(*shape, seed=40 + seed)
-        T = shape[-2]
-        pos = None if positions is None else torch.tensor(positions)
-        kw = {} if pos is None else {"positions": pos}
-        if theta is not None:
-            kw["theta"] = theta
-        got = submission.positions.apply_rope(x, **kw)
-        p = torch.arange(T) if pos is None else pos
-        largest = int(p.abs().max()) + 1
-        what = msg("apply_rope(x of shape {shape}{arguments})", shape=shape,
-                   arguments=(f", positions={positions}" if positions is not None else "")
-                   + (f", theta={theta}" if theta is not None else ""))
-        expect_close_or_diagnose(
-            got, ref.apply_rope(x.double(), pos, **({"theta": theta} if theta else {})), what,
-            rule="positional-encoding", day=POSITIONS_DAY,
-            reduction=largest * largest,   # the angle reaches `largest` radians, as for sin above
-            variants={"rope-half-split": (rope_half_split(x.double(), p, theta or 10000.0),
-                msg("you rotate the pairs (x[i], x[i + d/2]) (the 'rotate_half' layout of some "
-                    "libraries). The exercise's RoPE rotates adjacent pairs (x[2i], x[2i+1]): "
-                    "x0, x1 = x[..., 0::2], x[..., 1::2]."))},
-            hint=msg("Pair i = (x[..., 2i], x[..., 2i+1]) rotates by a = p * theta^(-2i/d): "
-                     "(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a), with p from "
-                     "`positions` (default arange(T))."))
+    explore(rope_inputs(), lambda case: rope_agrees(submission, case), corners=ROPE_CASES,
+            examples=12, what="apply_rope")
 
 
 # -- attention, as the blocks use it (days 44-45) -----------------------------------------------------
+
+@st.composite
+def unequal_attention_inputs(draw):
+    """q (..., T_q, d_k) and k, v (..., T_k, d_k) with T_q and T_k drawn apart (T_q < T_k, as when
+    a few new queries attend to a cache, and T_q > T_k), 0-2 batch dims, with or without a
+    padding mask over the keys."""
+    return dict(dims=tuple(draw(st.lists(st.integers(1, 3), max_size=2))),
+                T_q=draw(st.integers(1, 7)), T_k=draw(st.integers(1, 7)), d_k=draw(st.integers(1, 8)),
+                padding=draw(st.booleans()), seed=draw(st.integers(0, 999)))
+
+
+def causal_unequal_agrees(submission, case: dict):
+    dims, T_q, T_k, d_k, seed = (case[k] for k in ("dims", "T_q", "T_k", "d_k", "seed"))
+    q = randn(*dims, T_q, d_k, seed=seed)
+    k, v = randn(*dims, T_k, d_k, seed=seed + 1), randn(*dims, T_k, d_k, seed=seed + 2)
+    mask = None
+    if case["padding"]:                      # the last key is padding for every query
+        mask = torch.zeros(*dims, 1, T_k, dtype=torch.bool)
+        mask[..., -1] = True
+    what = msg("causal attention with T_q={T_q} and T_k={T_k}", T_q=T_q, T_k=T_k)
+    got = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
+    bottom_right = torch.triu(torch.ones(T_q, T_k, dtype=torch.bool), diagonal=T_k - T_q + 1)
+    if mask is not None:
+        bottom_right = bottom_right | mask
+    diagonal_0 = torch.triu(torch.ones(T_q, T_k, dtype=torch.bool), diagonal=0)
+    if mask is not None:
+        diagonal_0 = diagonal_0 | mask
+    variants = {"mask-diagonal-0": (
+        ref.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask=diagonal_0),
+        msg("your causal mask also blocks each token's own position (torch.triu(..., "
+            "diagonal=0)), so query 0 attends to nothing. Query i may attend to keys "
+            "0..i, itself included: use diagonal=1."))}
+    if T_q > 1:     # with one query, bottom-right and a (T_q, T_q) mask both let it see every key
+        variants["causal-bottom-right"] = (
+            ref.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask=bottom_right),
+            msg("your causal mask is aligned bottom-right (key j blocked when j > i + T_k - T_q). "
+                "The contract aligns it top-left: query i may attend to keys 0..i, whatever T_k "
+                "is: torch.triu(torch.ones(T_q, T_k, dtype=torch.bool), diagonal=1)."))
+    expect_close_or_diagnose(
+        got, ref.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask=mask,
+                                              causal=True),
+        what, rule="causal-mask", day=44, reduction=T_k, nan_symptom="nan-forward", variants=variants,
+        hint=msg("With causal=True, query i may attend to keys 0..i only, whatever T_k is: block "
+                 "key j > i in a (T_q, T_k) mask, torch.triu(torch.ones(T_q, T_k), diagonal=1) "
+                 "(a (T_q, T_q) mask or one aligned bottom-right lets a query see later keys), "
+                 "combined with the mask: blocked if either blocks."))
+
+
+@check(points=2, rule="causal-mask", day=44, title="causal attention with T_q != T_k")
+def test_causal_attention_with_unequal_lengths(submission):
+    corners = [dict(dims=(2,), T_q=1, T_k=5, d_k=4, padding=False, seed=0),
+               dict(dims=(2,), T_q=3, T_k=6, d_k=4, padding=True, seed=1),
+               dict(dims=(2,), T_q=6, T_k=3, d_k=4, padding=False, seed=2)]
+    explore(unequal_attention_inputs(), lambda case: causal_unequal_agrees(submission, case),
+            corners=corners, examples=12, what="scaled_dot_product_attention")
+
+
+@st.composite
+def half_attention_inputs(draw):
+    """q, k, v (..., T, d_k) in float16 or bfloat16 with 0-2 batch dims, causal, and a padding
+    mask that may block key 0 of the first sequence: its query 0 then has no key left."""
+    return dict(dtype=draw(st.sampled_from(["float16", "bfloat16"])),
+                dims=tuple(draw(st.lists(st.integers(1, 3), max_size=2))),
+                T=draw(st.integers(1, 8)), d_k=draw(st.integers(1, 16)),
+                fully_blocked=draw(st.booleans()), scale=draw(st.sampled_from([1.0, 4.0])),
+                seed=draw(st.integers(0, 999)))
+
+
+def half_attention_agrees(submission, case: dict):
+    dtype, dims, T = getattr(torch, case["dtype"]), case["dims"], case["T"]
+    q, k, v = (randn(*dims, T, case["d_k"], seed=case["seed"] + i, scale=case["scale"], dtype=dtype)
+               for i in range(3))
+    mask = torch.zeros(*dims, 1, T, dtype=torch.bool)              # (..., 1, T_k): padding
+    if case["fully_blocked"]:
+        mask.view(-1, T)[0, 0] = True               # first sequence: key 0 is padding
+    try:
+        got = submission.attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
+    except LearnerError as exc:
+        if exc.is_a("NotImplementedError"):
+            raise
+        fail(msg("attention in {dtype} raised {type}: {message}. A constant like -1e9 does not "
+                 "fit in float16 (its largest value is 65504); fill blocked scores with "
+                 "float('-inf') or torch.finfo(scores.dtype).min.", dtype=case["dtype"],
+                 type=exc.type_name, message=exc.learner_message),
+             symptoms=["fp16-overflow"])
+
+    def reference(q, k, v):
+        return ref.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
+
+    what = msg("causal attention in {dtype}", dtype=case["dtype"])
+    got = expect_dtype(expect_shape(got, q.shape, what), dtype, what)
+    bad = ~torch.isfinite(got.double())
+    if case["fully_blocked"] and bad.any() and not bad.view(-1, T, case["d_k"])[1:].any() \
+            and not bad.view(-1, T, case["d_k"])[0, 1:].any():
+        fail(msg("{what} is NaN for a query whose keys are all blocked (the mask blocks key 0, "
+                 "causal=True the rest): softmax of an all -inf row is 0/0. That query's output "
+                 "must be zeros: give such rows a zero max (or a zero sum guard) before dividing.",
+                 what=what),
+             symptoms=["nan-forward"])
+    expect_close(got, reference(q.double(), k.double(), v.double()), what, dtype=dtype,
+                 reduction=T, nan_symptom="fp16-overflow",
+                 tol=lambda: conditioned_tolerance(reference, [q, k, v], dtype, reduction=T),
+                 hint=msg("In half precision every masking constant must fit the dtype."))
+
+
+@check(points=2, rule="numerical-stability", day=45, title="attention in float16 and bfloat16",
+       needs=("causal-attention-with-unequal-lengths",))
+def test_attention_in_half_precision(submission):
+    corners = [dict(dtype=dtype, dims=(2, 2), T=6, d_k=8, fully_blocked=True, scale=2.0, seed=31)
+               for dtype in ("float16", "bfloat16")]
+    explore(half_attention_inputs(), lambda case: half_attention_agrees(submission, case),
+            corners=corners, examples=10, what="scaled_dot_product_attention")
+
 
 def mha_pair(submission, d_model, n_head, bias, seed):
     return pair(submission, ref.MultiHeadAttention(d_model, n_head, bias=bias),
                 construct(submission.attention.MultiHeadAttention, d_model, n_head, bias=bias), seed)
 
 
-MHA_CASES = [(2, 5, 8, 2, True), (1, 1, 8, 1, False), (3, 7, 16, 4, False), (2, 6, 12, 3, True)]
+MHA_CASES = [dict(B=2, T=5, d_model=8, n_head=2, bias=True, seed=0),
+             dict(B=1, T=1, d_model=8, n_head=1, bias=False, seed=1),
+             dict(B=3, T=7, d_model=16, n_head=4, bias=False, seed=2),
+             dict(B=2, T=6, d_model=12, n_head=3, bias=True, seed=3)]
+
+
+@st.composite
+def mha_inputs(draw):
+    """x (B, T, d_model) with T = 1 or more, 1-4 heads of d_k = 1-5 features, with or without bias."""
+    n_head, d_k = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    return dict(B=draw(st.integers(1, 3)), T=draw(st.integers(1, 8)), d_model=n_head * d_k,
+                n_head=n_head, bias=draw(st.booleans()), seed=draw(st.integers(0, 999)))
+
+
+def mha_agrees(submission, case: dict):
+    B, T, d_model, h, bias, seed = (case[k] for k in ("B", "T", "d_model", "n_head", "bias", "seed"))
+    reference, learner = mha_pair(submission, d_model, h, bias, seed=50 + seed)
+    x = randn(B, T, d_model, seed=seed)
+    expect_close(learner(x, causal=False), reference.double()(x.double(), causal=False),
+                 msg("{module} with causal=False",
+                     module=f"MultiHeadAttention(d_model={d_model}, n_head={h}, bias={bias})"),
+                 dtype=torch.float32, reduction=d_model, nan_symptom="nan-forward",
+                 hint=msg("Project with w_q, w_k, w_v, split into heads with view(B, T, h, d_k)"
+                          ".transpose(1, 2), attend per head, merge, project with w_o."))
 
 
 @check(points=2, rule="head-split", day=45, title="multi-head attention (no mask) matches day 45")
 def test_mha_matches_reference(submission):
-    for seed, (B, T, d_model, h, bias) in enumerate(MHA_CASES):
-        reference, learner = mha_pair(submission, d_model, h, bias, seed=50 + seed)
-        x = randn(B, T, d_model, seed=seed)
-        expect_close(learner(x, causal=False), reference.double()(x.double(), causal=False),
-                     msg("{module} with causal=False",
-                         module=f"MultiHeadAttention(d_model={d_model}, n_head={h}, bias={bias})"),
-                     dtype=torch.float32, reduction=d_model, nan_symptom="nan-forward",
-                     hint=msg("Project with w_q, w_k, w_v, split into heads with view(B, T, h, d_k)"
-                              ".transpose(1, 2), attend per head, merge, project with w_o."))
+    explore(mha_inputs(), lambda case: mha_agrees(submission, case), corners=MHA_CASES,
+            examples=12, what="MultiHeadAttention")
 
 
-@check(points=2, rule="causal-mask", day=44, title="causal multi-head attention matches day 45")
+def mha_causal_agrees(submission, case: dict):
+    B, T, d_model, h, bias, seed = (case[k] for k in ("B", "T", "d_model", "n_head", "bias", "seed"))
+    reference, learner = mha_pair(submission, d_model, h, bias, seed=60 + seed)
+    x = randn(B, T, d_model, seed=70 + seed)
+    what = msg("{module} with the default causal=True",
+               module=f"MultiHeadAttention(d_model={d_model}, n_head={h})")
+    got = expect_shape(learner(x), (B, T, d_model), what)     # causal=True is the default
+    reference.double()
+    # the diagonal-0 bug blocks each query's own key too: row 0 has no key left
+    diag0 = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
+    q, k, v = (ref.split_heads(w(x.double()), h)
+               for w in (reference.w_q, reference.w_k, reference.w_v))
+    y = ref.scaled_dot_product_attention(q, k, v, mask=diag0)
+    zero_row_zero = reference.w_o(ref.merge_heads(y))
+    if T > 1 and torch.isnan(got[:, 0]).all() and torch.isfinite(got[:, 1:]).all():
+        fail(msg("{what} is NaN at position 0: a mask built with torch.triu(..., diagonal=0) "
+                 "also blocks each token's own position, so query 0 has no key left and "
+                 "softmax of an all -inf row is NaN. Use diagonal=1: block key j > i only.",
+                 what=what),
+             symptoms=["nan-forward"],
+             diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "mask-diagonal-0",
+                         "message": msg("the causal mask uses diagonal=0 and blocks the "
+                                        "diagonal")}])
+    tol = tolerance(torch.float32, d_model)
+    if T > 1 and is_close(got, reference(x.double(), causal=False), tol):
+        fail(msg("{what} lets every token attend to the tokens after it: causal=True has no "
+                 "effect, so the future leaks into the past. Block key j > query i with "
+                 "torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1).", what=what),
+             symptoms=["future-leak"],
+             diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
+                         "message": msg("causal=True has no effect: future tokens leak")}])
+    expect_close_or_diagnose(
+        got, reference(x.double()), what, rule="causal-mask", day=44, reduction=d_model,
+        nan_symptom="nan-forward",
+        variants={"mask-diagonal-0": (zero_row_zero,
+            msg("your causal mask also blocks each token's own position (torch.triu(..., "
+                "diagonal=0)), so query 0 attends to nothing. Query i may attend to keys "
+                "0..i, itself included: use diagonal=1."))},
+        hint=msg("With causal=True, block key j > query i (torch.triu(ones(T, T), diagonal=1)) "
+                 "and nothing else."))
+
+
+@check(points=2, rule="causal-mask", day=44, title="causal multi-head attention matches day 45",
+       needs=("mha-matches-reference", "causal-attention-with-unequal-lengths"))
 def test_mha_causal_matches_reference(submission):
-    for seed, (B, T, d_model, h, bias) in enumerate(MHA_CASES):
-        reference, learner = mha_pair(submission, d_model, h, bias, seed=60 + seed)
-        x = randn(B, T, d_model, seed=70 + seed)
-        what = msg("{module} with the default causal=True",
-                   module=f"MultiHeadAttention(d_model={d_model}, n_head={h})")
-        got = expect_shape(learner(x), (B, T, d_model), what)     # causal=True is the default
-        reference.double()
-        # the diagonal-0 bug blocks each query's own key too: row 0 has no key left
-        diag0 = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
-        q, k, v = (ref.split_heads(w(x.double()), h)
-                   for w in (reference.w_q, reference.w_k, reference.w_v))
-        y = ref.scaled_dot_product_attention(q, k, v, mask=diag0)
-        zero_row_zero = reference.w_o(ref.merge_heads(y))
-        if T > 1 and torch.isnan(got[:, 0]).all() and torch.isfinite(got[:, 1:]).all():
-            fail(msg("{what} is NaN at position 0: a mask built with torch.triu(..., diagonal=0) "
-                     "also blocks each token's own position, so query 0 has no key left and "
-                     "softmax of an all -inf row is NaN. Use diagonal=1: block key j > i only.",
-                     what=what),
-                 symptoms=["nan-forward"],
-                 diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "mask-diagonal-0",
-                             "message": msg("the causal mask uses diagonal=0 and blocks the "
-                                            "diagonal")}])
-        tol = tolerance(torch.float32, d_model)
-        if T > 1 and is_close(got, reference(x.double(), causal=False), tol):
-            fail(msg("{what} lets every token attend to the tokens after it: causal=True has no "
-                     "effect, so the future leaks into the past. Block key j > query i with "
-                     "torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1).", what=what),
-                 symptoms=["future-leak"],
-                 diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
-                             "message": msg("causal=True has no effect: future tokens leak")}])
-        expect_close_or_diagnose(
-            got, reference(x.double()), what, rule="causal-mask", day=44, reduction=d_model,
-            nan_symptom="nan-forward",
-            variants={"mask-diagonal-0": (zero_row_zero,
-                msg("your causal mask also blocks each token's own position (torch.triu(..., "
-                    "diagonal=0)), so query 0 attends to nothing. Query i may attend to keys "
-                    "0..i, itself included: use diagonal=1."))},
-            hint=msg("With causal=True, block key j > query i (torch.triu(ones(T, T), diagonal=1)) "
-                     "and nothing else."))
+    explore(mha_inputs(), lambda case: mha_causal_agrees(submission, case), corners=MHA_CASES,
+            examples=12, what="MultiHeadAttention")
 
 
 # -- the MLP and the Pre-LN block (days 46-47) -----------------------------------------------------
@@ -410,10 +630,10 @@ def mlp_tanh(reference, x):
     return reference.proj(F.gelu(reference.fc(x), approximate="tanh"))
 
 
-MLP_CASES = [  # (config fields, input shape, input scale)
-    (dict(d_model=16, bias=False), (2, 5, 16), 3.0),
-    (dict(d_model=8, d_ff=48, bias=True), (3, 4, 8), 3.0),
-    (dict(d_model=12, d_ff=20, bias=False), (1, 7, 12), 3.0),
+MLP_CASES = [  # config fields, input shape; inputs of a few units (scale 3)
+    dict(fields=dict(d_model=16, bias=False), shape=(2, 5, 16), seed=0),
+    dict(fields=dict(d_model=8, d_ff=48, bias=True), shape=(3, 4, 8), seed=1),
+    dict(fields=dict(d_model=12, d_ff=20, bias=False), shape=(1, 7, 12), seed=2),
 ]
 
 
@@ -422,95 +642,146 @@ def block_config(**fields):
     return {**base, **fields}
 
 
+@st.composite
+def block_fields(draw, heads=True):
+    """d_model = n_head * d_k (odd or even), d_ff None (4 * d_model) or given, with or without bias."""
+    n_head = draw(st.integers(1, 3)) if heads else 1
+    d_model = n_head * draw(st.integers(1, 6))
+    fields = dict(d_model=d_model, n_head=n_head, d_ff=draw(st.none() | st.integers(1, 24)),
+                  bias=draw(st.booleans()))
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+@st.composite
+def mlp_inputs(draw, heads=False):
+    fields = draw(block_fields(heads=heads))
+    shape = (draw(st.integers(1, 3)), draw(st.integers(1, 6)), fields["d_model"])   # T = 1 too
+    return dict(fields=fields, shape=shape, seed=draw(st.integers(0, 999)))
+
+
+def mlp_agrees(submission, case: dict):
+    cfg = block_config(**case["fields"])
+    reference, learner = pair(submission, ref.MLP(ref.GPTConfig(**cfg)),
+                              construct(submission.gpt.MLP, submission.gpt.GPTConfig(**cfg)),
+                              seed=80 + case["seed"])
+    # inputs of a few units put fc's outputs where tanh-GELU and exact GELU differ most (|z| ~ 2.5)
+    x = randn(*case["shape"], seed=90 + case["seed"], scale=3.0)
+    d_ff = cfg.get("d_ff") or 4 * cfg["d_model"]
+    reference.double()
+    expect_close_or_diagnose(
+        learner(x), reference(x.double()), f"MLP({describe_config(cfg)})",
+        rule="api-contract", day=FFN_DAY, reduction=max(d_ff, cfg["d_model"]),
+        variants={"tanh-gelu": (mlp_tanh(reference, x.double()),
+            msg("you use the tanh approximation of GELU (GPT-2's original). The exercise's MLP uses "
+                "the exact GELU x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))): F.gelu(x) or "
+                "nn.GELU() without approximate='tanh'."))},
+        hint=msg("MLP(x) = proj(GELU(fc(x))) with fc: d_model -> d_ff (d_ff None means "
+                 "4 * d_model), exact GELU, proj: d_ff -> d_model, bias=config.bias."))
+
+
 @check(points=2, rule="api-contract", day=FFN_DAY, title="the MLP: fc, exact GELU, proj")
 def test_mlp_matches_reference(submission):
-    for seed, (fields, shape, scale) in enumerate(MLP_CASES):
-        cfg = block_config(**fields)
-        reference, learner = pair(submission, ref.MLP(ref.GPTConfig(**cfg)),
-                                  construct(submission.gpt.MLP, submission.gpt.GPTConfig(**cfg)), seed=80 + seed)
-        # inputs of a few units put fc's outputs where tanh-GELU and exact GELU differ most (|z| ~ 2.5)
-        x = randn(*shape, seed=90 + seed, scale=scale)
-        d_ff = cfg.get("d_ff") or 4 * cfg["d_model"]
-        reference.double()
-        expect_close_or_diagnose(
-            learner(x), reference(x.double()), f"MLP({describe_config(cfg)})",
-            rule="api-contract", day=FFN_DAY, reduction=max(d_ff, cfg["d_model"]),
-            variants={"tanh-gelu": (mlp_tanh(reference, x.double()),
-                msg("you use the tanh approximation of GELU (GPT-2's original). The exercise's MLP uses "
-                    "the exact GELU x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))): F.gelu(x) or "
-                    "nn.GELU() without approximate='tanh'."))},
-            hint=msg("MLP(x) = proj(GELU(fc(x))) with fc: d_model -> d_ff (d_ff None means "
-                     "4 * d_model), exact GELU, proj: d_ff -> d_model, bias=config.bias."))
+    explore(mlp_inputs(), lambda case: mlp_agrees(submission, case), corners=MLP_CASES,
+            examples=10, what="MLP")
 
 
-BLOCK_CASES = [  # (config fields, input shape)
-    (dict(d_model=16, n_head=2), (2, 5, 16)),
-    (dict(d_model=12, n_head=3, d_ff=20, bias=True), (3, 6, 12)),
-    (dict(d_model=8, n_head=1), (1, 1, 8)),
-    (dict(d_model=16, n_head=4, bias=True), (2, 7, 16)),
+BLOCK_CASES = [  # config fields, input shape
+    dict(fields=dict(d_model=16, n_head=2), shape=(2, 5, 16), seed=0),
+    dict(fields=dict(d_model=12, n_head=3, d_ff=20, bias=True), shape=(3, 6, 12), seed=1),
+    dict(fields=dict(d_model=8, n_head=1), shape=(1, 1, 8), seed=2),
+    dict(fields=dict(d_model=16, n_head=4, bias=True), shape=(2, 7, 16), seed=3),
 ]
 
 
-@check(points=3, rule="pre-ln-residual", day=NORM_DAY,
-       title="the block is Pre-LN with clean residuals")
-def test_block_is_pre_ln(submission):
+def block_is_pre_ln(submission, case: dict):
     # The block's own wiring is graded here, with the learner's own parts: a bug inside LayerNorm,
     # attention or the MLP fails those checks, not this one.
-    for seed, (fields, shape) in enumerate(BLOCK_CASES):
-        cfg = block_config(**fields)
-        _, learner = pair(submission, ref.Block(ref.GPTConfig(**cfg)),
-                          construct(submission.gpt.Block, submission.gpt.GPTConfig(**cfg)), seed=100 + seed)
-        x = randn(*shape, seed=110 + seed, scale=2.0, shift=0.5)
-        what = f"Block({describe_config(cfg)})"
-        got = expect_dtype(expect_shape(learner(x), shape, what), x.dtype, what)
+    fields, shape, seed = case["fields"], case["shape"], case["seed"]
+    cfg = block_config(**fields)
+    _, learner = pair(submission, ref.Block(ref.GPTConfig(**cfg)),
+                      construct(submission.gpt.Block, submission.gpt.GPTConfig(**cfg)), seed=100 + seed)
+    x = randn(*shape, seed=110 + seed, scale=2.0, shift=0.5)
+    what = f"Block({describe_config(cfg)})"
+    got = expect_dtype(expect_shape(learner(x), shape, what), x.dtype, what)
 
-        def sub(name, h, **kw):
-            return expect_shape(getattr(learner, name)(h, **kw), shape, f"{what}.{name}")
+    def sub(name, h, **kw):
+        return expect_shape(getattr(learner, name)(h, **kw), shape, f"{what}.{name}")
 
-        h = x + sub("attn", sub("ln_1", x), causal=True)
-        pre_ln = h + sub("mlp", sub("ln_2", h))
-        post = sub("ln_1", x + sub("attn", x, causal=True))
-        post_ln = sub("ln_2", post + sub("mlp", post))
-        h = x + sub("attn", sub("ln_1", x), causal=False)
-        not_causal = h + sub("mlp", sub("ln_2", h))
-        reduction = 4 * cfg["d_model"]
-        tol = tolerance(torch.float32, reduction)
-        if same(got, pre_ln, tol):
-            continue
-        if same(got, post_ln, tol):
-            fail(msg("{what} is Post-LN: it normalises after adding the residual, x = ln_1(x + "
-                     "attn(x)). The exercise's block is Pre-LN: {pre_ln}. Pre-LN keeps an identity path "
-                     "from every block's output back to the embeddings, which is why deep stacks "
-                     "train stably.", what=what, pre_ln=PRE_LN), symptoms=["value-mismatch"],
-                 diagnosis=[{"rule": "pre-ln-residual", "day": NORM_DAY, "mutant": "post-ln",
-                             "message": msg("the block applies LayerNorm after the residual add "
-                                            "(Post-LN) instead of before each sublayer (Pre-LN)")}])
-        if shape[1] > 1 and same(got, not_causal, tol):
-            fail(msg("{what} calls its attention with causal=False (or without passing "
-                     "causal=True to an attention whose default is not causal): every token sees "
-                     "the tokens after it. The block is {pre_ln} with attn(ln_1(x), causal=True).",
-                     what=what, pre_ln=PRE_LN),
-                 symptoms=["future-leak"],
-                 diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
-                             "message": msg("the block calls attn without causal=True")}])
-        expect_close(got, pre_ln, msg("{what} (compared with your own ln_1, attn, ln_2, mlp wired "
-                                      "as Pre-LN)", what=what), dtype=torch.float32, reduction=reduction,
-                     hint=msg("A Pre-LN block is exactly {pre_ln}, with attn(..., causal=True). "
-                              "Normalise the input of each sublayer, and add the sublayer's output "
-                              "to the un-normalised x.", pre_ln=PRE_LN))
+    h = x + sub("attn", sub("ln_1", x), causal=True)
+    pre_ln = h + sub("mlp", sub("ln_2", h))
+    post = sub("ln_1", x + sub("attn", x, causal=True))
+    post_ln = sub("ln_2", post + sub("mlp", post))
+    h = x + sub("attn", sub("ln_1", x), causal=False)
+    not_causal = h + sub("mlp", sub("ln_2", h))
+    reduction = 4 * cfg["d_model"]
+    tol = tolerance(torch.float32, reduction)
+    if same(got, pre_ln, tol):
+        return
+    if same(got, post_ln, tol):
+        fail(msg("{what} is Post-LN: it normalises after adding the residual, x = ln_1(x + "
+                 "attn(x)). The exercise's block is Pre-LN: {pre_ln}. Pre-LN keeps an identity path "
+                 "from every block's output back to the embeddings, which is why deep stacks "
+                 "train stably.", what=what, pre_ln=PRE_LN), symptoms=["value-mismatch"],
+             diagnosis=[{"rule": "pre-ln-residual", "day": NORM_DAY, "mutant": "post-ln",
+                         "message": msg("the block applies LayerNorm after the residual add "
+                                        "(Post-LN) instead of before each sublayer (Pre-LN)")}])
+    if shape[1] > 1 and same(got, not_causal, tol):
+        fail(msg("{what} calls its attention with causal=False (or without passing "
+                 "causal=True to an attention whose default is not causal): every token sees "
+                 "the tokens after it. The block is {pre_ln} with attn(ln_1(x), causal=True).",
+                 what=what, pre_ln=PRE_LN),
+             symptoms=["future-leak"],
+             diagnosis=[{"rule": "causal-mask", "day": 44, "mutant": "no-causal-mask",
+                         "message": msg("the block calls attn without causal=True")}])
+    expect_close(got, pre_ln, msg("{what} (compared with your own ln_1, attn, ln_2, mlp wired "
+                                  "as Pre-LN)", what=what), dtype=torch.float32, reduction=reduction,
+                 hint=msg("A Pre-LN block is exactly {pre_ln}, with attn(..., causal=True). "
+                          "Normalise the input of each sublayer, and add the sublayer's output "
+                          "to the un-normalised x.", pre_ln=PRE_LN))
+
+
+@check(points=3, rule="pre-ln-residual", day=NORM_DAY,
+       title="the block is Pre-LN with clean residuals",
+       needs=("layernorm-matches-reference", "mha-causal-matches-reference", "mlp-matches-reference"))
+def test_block_is_pre_ln(submission):
+    explore(mlp_inputs(heads=True), lambda case: block_is_pre_ln(submission, case),
+            corners=BLOCK_CASES, examples=6, what="Block")
 
 
 # -- the whole GPT (day 48) -------------------------------------------------------------------------
 
-GPT_CASES = [  # (config fields, (B, T))
-    (dict(vocab_size=50, block_size=8, d_model=16, n_layer=1, n_head=1), (2, 5)),            # odd T
-    (dict(vocab_size=37, block_size=12, d_model=24, n_layer=2, n_head=3, d_ff=40, bias=True,
-          tie_weights=False), (3, 12)),                                       # T = block_size
-    (dict(vocab_size=64, block_size=16, d_model=32, n_layer=2, n_head=4), (1, 1)),          # T = 1
-    (dict(vocab_size=29, block_size=10, d_model=16, n_layer=2, n_head=2, bias=True), (2, 7)),
-    (dict(vocab_size=40, block_size=9, d_model=8, n_layer=1, n_head=2, d_ff=20,
-          tie_weights=False), (2, 9)),
+GPT_CASES = [  # config fields, idx of shape (B, T)
+    dict(cfg=dict(vocab_size=50, block_size=8, d_model=16, n_layer=1, n_head=1), B=2, T=5, seed=0),  # odd T
+    dict(cfg=dict(vocab_size=37, block_size=12, d_model=24, n_layer=2, n_head=3, d_ff=40, bias=True,
+                  tie_weights=False), B=3, T=12, seed=1),                     # T = block_size
+    dict(cfg=dict(vocab_size=64, block_size=16, d_model=32, n_layer=2, n_head=4), B=1, T=1, seed=2),  # T = 1
+    dict(cfg=dict(vocab_size=29, block_size=10, d_model=16, n_layer=2, n_head=2, bias=True), B=2, T=7,
+         seed=3),
+    dict(cfg=dict(vocab_size=40, block_size=9, d_model=8, n_layer=1, n_head=2, d_ff=20,
+                  tie_weights=False), B=2, T=9, seed=4),
 ]
+
+
+@st.composite
+def gpt_configs(draw):
+    """A GPTConfig from the whole contract: small sizes, d_ff None or given, bias, tied or not."""
+    fields = draw(block_fields())
+    cfg = dict(vocab_size=draw(st.integers(2, 40)), block_size=draw(st.integers(1, 10)),
+               d_model=fields.pop("d_model"), n_layer=draw(st.integers(1, 2)), **fields)
+    if not draw(st.booleans()):
+        cfg["tie_weights"] = False
+    return cfg
+
+
+@st.composite
+def gpt_inputs(draw, too_long=False):
+    """A config and idx (B, T) with T = 1 ... block_size (both ends drawn often), or with
+    too_long, block_size < T <= 2 * block_size + 2."""
+    cfg = draw(gpt_configs())
+    n = cfg["block_size"]
+    T = (draw(st.integers(n + 1, 2 * n + 2)) if too_long
+         else draw(st.sampled_from([n, 1]) | st.integers(1, n)))
+    return dict(cfg=cfg, B=draw(st.integers(1, 3)), T=T, seed=draw(st.integers(0, 999)))
 
 
 def reference_without_positions(reference, idx):
@@ -523,30 +794,40 @@ def reference_without_positions(reference, idx):
     return logits
 
 
-@check(points=4, rule="api-contract", day=GPT_DAY, title="GPT logits match the reference")
+def gpt_agrees(submission, case: dict):
+    cfg, B, T, seed = case["cfg"], case["B"], case["T"], case["seed"]
+    reference, learner = gpt_pair(submission, cfg, seed=120 + seed)
+    idx = tokens(B, T, cfg["vocab_size"], seed=130 + seed)
+    what = msg("{module} logits for idx of shape {shape}", module=f"GPT({describe_config(cfg)})",
+               shape=(B, T))
+    logits, _ = gpt_forward(learner, idx)
+    reference.double()
+    variants = {}
+    if T > 1:
+        variants["missing-positional-embedding"] = (reference_without_positions(reference, idx),
+            msg("your GPT ignores the position embedding. Add it to the token embedding: "
+                "x = wte(idx) + wpe(arange(T))."))
+    expect_close_or_diagnose(
+        logits, reference(idx)[0], what, rule="positional-encoding", day=POSITIONS_DAY,
+        reduction=gpt_reduction(cfg), nan_symptom="nan-forward", variants=variants,
+        hint=msg("x = wte(idx) + wpe(arange(T)); each block in order; logits = "
+                 "lm_head(ln_f(x)). If an earlier check of LayerNorm, attention, the MLP or the "
+                 "block fails, fix that first."))
+
+
+GPT_PARTS = ("layernorm-matches-reference", "mha-causal-matches-reference", "mlp-matches-reference",
+             "block-is-pre-ln")
+
+
+@check(points=4, rule="api-contract", day=GPT_DAY, title="GPT logits match the reference",
+       needs=GPT_PARTS)
 def test_gpt_matches_reference(submission):
-    for seed, (cfg, (B, T)) in enumerate(GPT_CASES):
-        reference, learner = gpt_pair(submission, cfg, seed=120 + seed)
-        idx = tokens(B, T, cfg["vocab_size"], seed=130 + seed)
-        what = msg("{module} logits for idx of shape {shape}", module=f"GPT({describe_config(cfg)})",
-                   shape=(B, T))
-        logits, _ = gpt_forward(learner, idx)
-        reference.double()
-        variants = {}
-        if T > 1:
-            variants["missing-positional-embedding"] = (reference_without_positions(reference, idx),
-                msg("your GPT ignores the position embedding. Add it to the token embedding: "
-                    "x = wte(idx) + wpe(arange(T))."))
-        expect_close_or_diagnose(
-            logits, reference(idx)[0], what, rule="positional-encoding", day=POSITIONS_DAY,
-            reduction=gpt_reduction(cfg), nan_symptom="nan-forward", variants=variants,
-            hint=msg("x = wte(idx) + wpe(arange(T)); each block in order; logits = "
-                     "lm_head(ln_f(x)). If an earlier check of LayerNorm, attention, the MLP or the "
-                     "block fails, fix that first."))
+    explore(gpt_inputs(), lambda case: gpt_agrees(submission, case), corners=GPT_CASES,
+            examples=8, what="GPT")
 
 
 @check(points=2, rule="positional-encoding", day=POSITIONS_DAY,
-       title="GPT output depends on position")
+       title="GPT output depends on position", needs=GPT_PARTS)
 def test_gpt_uses_positions(submission):
     cfg = dict(vocab_size=20, block_size=8, d_model=16, n_layer=2, n_head=2)
     reference, learner = gpt_pair(submission, cfg, seed=140)
@@ -582,12 +863,11 @@ def test_gpt_uses_positions(submission):
                          "message": msg("the GPT's wpe is never used")}])
 
 
-@check(points=2, rule="api-contract", day=GPT_DAY, title="the loss is the cross-entropy of the logits")
-def test_gpt_loss_is_cross_entropy(submission):
-    cfg = dict(vocab_size=23, block_size=8, d_model=16, n_layer=1, n_head=2)
-    _, learner = gpt_pair(submission, cfg, seed=150)
-    B, T, V = 3, 6, cfg["vocab_size"]
-    idx, targets = tokens(B, T, V, seed=151), tokens(B, T, V, seed=152)
+def gpt_loss_agrees(submission, case: dict):
+    cfg, B, T, seed = case["cfg"], case["B"], case["T"], case["seed"]
+    _, learner = gpt_pair(submission, cfg, seed=150 + seed)
+    V = cfg["vocab_size"]
+    idx, targets = tokens(B, T, V, seed=151 + seed), tokens(B, T, V, seed=152 + seed)
     logits, loss = gpt_forward(learner, idx, targets)
     logits = expect_shape(logits, (B, T, V), "GPT logits")
     if loss is None:
@@ -606,14 +886,32 @@ def test_gpt_loss_is_cross_entropy(submission):
                  type=type_name(none)))
 
 
-@check(points=1, rule="api-contract", day=GPT_DAY, title="T > block_size is an error")
-def test_gpt_rejects_too_long_input(submission):
-    cfg = dict(vocab_size=10, block_size=6, d_model=8, n_layer=1, n_head=2)
+@check(points=2, rule="api-contract", day=GPT_DAY, title="the loss is the cross-entropy of the logits",
+       needs=("gpt-matches-reference",))
+def test_gpt_loss_is_cross_entropy(submission):
+    corner = dict(cfg=dict(vocab_size=23, block_size=8, d_model=16, n_layer=1, n_head=2), B=3, T=6,
+                  seed=0)
+    explore(gpt_inputs(), lambda case: gpt_loss_agrees(submission, case), corners=[corner],
+            examples=6, what="GPT")
+
+
+def gpt_rejects(submission, case: dict):
+    cfg, T = case["cfg"], case["T"]
     learner = construct(submission.gpt.GPT, submission.gpt.GPTConfig(**cfg))
-    idx = tokens(1, 7, 10, seed=160)
-    expect_raises(lambda: learner(idx), "ValueError", msg("GPT with block_size=6 on idx of length T=7"),
+    idx = tokens(case["B"], T, cfg["vocab_size"], seed=160 + case["seed"])
+    n = cfg["block_size"]
+    expect_raises(lambda: learner(idx), "ValueError",
+                  msg("GPT with block_size={n} on idx of length T={T}", n=n, T=T),
                   hint=msg("wpe has only block_size rows: check T <= block_size and raise "
                            "ValueError('... T ... block_size ...') before the embedding lookup."))
+
+
+@check(points=1, rule="api-contract", day=GPT_DAY, title="T > block_size is an error")
+def test_gpt_rejects_too_long_input(submission):
+    corner = dict(cfg=dict(vocab_size=10, block_size=6, d_model=8, n_layer=1, n_head=2), B=1, T=7,
+                  seed=0)
+    explore(gpt_inputs(too_long=True), lambda case: gpt_rejects(submission, case),
+            corners=[corner], examples=4, what="GPT")
 
 
 def leak_source(submission) -> str | None:
@@ -636,7 +934,8 @@ def leak_source(submission) -> str | None:
     return None
 
 
-@check(points=2, rule="causal-mask", day=44, title="the GPT never sees the future")
+@check(points=2, rule="causal-mask", day=44, title="the GPT never sees the future",
+       needs=("mha-causal-matches-reference", "block-is-pre-ln"))
 def test_gpt_has_no_future_leak(submission):
     cfg = dict(vocab_size=30, block_size=10, d_model=16, n_layer=2, n_head=2, bias=True)
     _, learner = gpt_pair(submission, cfg, seed=170)
@@ -707,7 +1006,8 @@ def head_follows_embedding(submission, learner, cfg: dict, seed: int) -> bool | 
     return same(after_wte, both_a, tol)
 
 
-@check(points=3, rule="weight-tying", day=GPT_DAY, title="tie_weights shares one matrix")
+@check(points=3, rule="weight-tying", day=GPT_DAY, title="tie_weights shares one matrix",
+       needs=("gpt-matches-reference",))
 def test_weight_tying(submission):
     tied = construct(submission.gpt.GPT, submission.gpt.GPTConfig(**TOY, tie_weights=True))
     follows = head_follows_embedding(submission, tied, dict(TOY), seed=180)
@@ -765,8 +1065,44 @@ def test_gpt_parameter_ledger(submission):
                                                                                 # request, or at the end
 
 
+def counts_once(submission, what, model, reference):
+    """count_parameters(model) is the number of parameters of `reference`, each Parameter once."""
+    once, per_name = reference_count(reference)        # counted here, from the same config
+    got = submission.gpt.count_parameters(model)
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        got = got.item()
+    if isinstance(got, float) and got.is_integer():
+        got = int(got)
+    if isinstance(got, bool) or not isinstance(got, int):
+        fail(msg("count_parameters({what}) returned {got} ({type}); expected an int, the "
+                 "number of parameters", what=what, got=f"{got!r:.80}", type=type_name(got)))
+    if got == once:
+        return
+    if got == per_name and per_name != once:
+        own_once, _ = unique_count(submission.parameters(model))   # the jail's ledger: wording only
+        if own_once == got:
+            fail(msg("count_parameters({what}) returned {got:,}, the size of your model, but the "
+                     "model the exercise asks for has {once:,} parameters: with tie_weights=True "
+                     "lm_head.weight must be the same Parameter as wte.weight (see the "
+                     "weight-tying check).", what=what, got=got, once=once),
+                 got=got, expected=once)
+        fail(msg("count_parameters({what}) returned {got:,}; the model has {once:,} "
+                 "parameters. The tied matrix (wte.weight = lm_head.weight, {tied:,} numbers) "
+                 "is counted twice: it is ONE Parameter. model.parameters() already yields "
+                 "each Parameter once; iterating named_parameters(remove_duplicate=False) or "
+                 "the state_dict counts it once per name.", what=what, got=got, once=once,
+                 tied=per_name - once), got=got, expected=once,
+             diagnosis=[{"rule": "parameter-count", "day": GPT_DAY,
+                         "mutant": "tied-counted-twice",
+                         "message": msg("count_parameters counts the tied matrix twice")}])
+    fail(msg("count_parameters({what}) returned {got:,}; the model's parameters add up to "
+             "{once:,} (each Parameter counted once: sum(p.numel() for p in "
+             "model.parameters())).", what=what, got=got, once=once),
+         got=got, expected=once)
+
+
 @check(points=2, rule="parameter-count", day=GPT_DAY,
-       title="count_parameters counts a tied matrix once")
+       title="count_parameters counts a tied matrix once", needs=("weight-tying",))
 def test_count_parameters(submission):
     gpt = submission.gpt
     cases = [(msg("the toy GPT ({config})", config=describe_config(TOY)), gpt.GPT(gpt.GPTConfig(**TOY)),
@@ -777,41 +1113,17 @@ def test_count_parameters(submission):
              ("MultiHeadAttention(32, 4, bias=True)",
               construct(submission.attention.MultiHeadAttention, 32, 4, bias=True), ref.MultiHeadAttention(32, 4, bias=True))]
     for what, model, reference in cases:
-        once, per_name = reference_count(reference)        # counted here, from the same config
-        got = submission.gpt.count_parameters(model)
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, float) and got.is_integer():
-            got = int(got)
-        if isinstance(got, bool) or not isinstance(got, int):
-            fail(msg("count_parameters({what}) returned {got} ({type}); expected an int, the "
-                     "number of parameters", what=what, got=f"{got!r:.80}", type=type_name(got)))
-        if got == once:
-            continue
-        if got == per_name and per_name != once:
-            own_once, _ = unique_count(submission.parameters(model))   # the jail's ledger: wording only
-            if own_once == got:
-                fail(msg("count_parameters({what}) returned {got:,}, the size of your model, but the "
-                         "model the exercise asks for has {once:,} parameters: with tie_weights=True "
-                         "lm_head.weight must be the same Parameter as wte.weight (see the "
-                         "weight-tying check).", what=what, got=got, once=once),
-                     got=got, expected=once)
-            fail(msg("count_parameters({what}) returned {got:,}; the model has {once:,} "
-                     "parameters. The tied matrix (wte.weight = lm_head.weight, {tied:,} numbers) "
-                     "is counted twice: it is ONE Parameter. model.parameters() already yields "
-                     "each Parameter once; iterating named_parameters(remove_duplicate=False) or "
-                     "the state_dict counts it once per name.", what=what, got=got, once=once,
-                     tied=per_name - once), got=got, expected=once,
-                 diagnosis=[{"rule": "parameter-count", "day": GPT_DAY,
-                             "mutant": "tied-counted-twice",
-                             "message": msg("count_parameters counts the tied matrix twice")}])
-        fail(msg("count_parameters({what}) returned {got:,}; the model's parameters add up to "
-                 "{once:,} (each Parameter counted once: sum(p.numel() for p in "
-                 "model.parameters())).", what=what, got=got, once=once),
-             got=got, expected=once)
+        counts_once(submission, what, model, reference)
+
+    def counts_gpt_once(cfg):
+        counts_once(submission, f"GPT({describe_config(cfg)})", gpt.GPT(gpt.GPTConfig(**cfg)),
+                    ref.GPT(ref.GPTConfig(**cfg)))
+
+    explore(gpt_configs(), counts_gpt_once, examples=6, what="count_parameters")
 
 
-@check(points=3, rule="causal-mask", day=44, title="a short training run learns honestly")
+@check(points=3, rule="causal-mask", day=44, title="a short training run learns honestly",
+       needs=("gpt-matches-reference", "gpt-has-no-future-leak"))
 def test_training_probe(submission):
     cfg = dict(vocab_size=32, block_size=16, d_model=32, n_layer=2, n_head=4)
     torch.manual_seed(0)

@@ -10,9 +10,10 @@ from grader.diagnosis import AcceptedDiagnosis, symptom_letter
 from grader.diagnosis import judge_bug as diagnosis_of_bug
 from grader.fingerprints import (causal_attention, estimate_scale, identify_attention, layer_norm,
                                  scale_label)
-from grader.testkit import (ProbeResult, check, construct, expect_dtype, expect_shape, expect_tuple,
-                            fail, judge_probe, judge_training, markov_corpus, msg, reported_curve,
-                            tolerance, training_probe, type_name)
+from grader.testkit import (LearnerError, ProbeResult, check, construct, dtype_name, expect_dtype,
+                            expect_shape, expect_tuple, fail, judge_probe, judge_training,
+                            markov_corpus, max_error, msg, reported_curve, tolerance, training_probe,
+                            type_name)
 
 V, BLOCK, D_MODEL, N_HEAD = 100, 16, 32, 4
 D_K = D_MODEL // N_HEAD
@@ -22,18 +23,50 @@ def randn(*shape, seed):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
-def learner_attention_variant(submission):
+def learner_attention_variant(submission, shape=(2, N_HEAD, 6, D_K), seed=1):
     """Call the learner's attention on random heads and name the (scale, mask) it computes."""
-    q, k, v = (randn(2, N_HEAD, 6, D_K, seed=s) for s in (1, 2, 3))
-    out = expect_dtype(expect_shape(submission.bughunt.attention(q, k, v), q.shape, "attention(q, k, v)"),
-                       q.dtype, "attention(q, k, v)")
-    return identify_attention(out, q, k, v, D_MODEL, tolerance(torch.float32, 6)), (q, k, v, out)
+    q, k, v = (randn(*shape, seed=seed + s) for s in range(3))
+    what = msg("attention(q, k, v) on heads of shape {shape}", shape=tuple(shape))
+    out = expect_dtype(expect_shape(submission.bughunt.attention(q, k, v), q.shape, what), q.dtype, what)
+    B, h, T, d_k = shape
+    return identify_attention(out, q, k, v, h * d_k, tolerance(torch.float32, T)), (q, k, v, out)
+
+
+# More heads of the shapes the toy GPT's attention can meet (T up to block_size = 16): T = 1, odd
+# and even T, one head and many, d_k = 4, 8 and 16 (d_model = h * d_k). A scale or a mask that
+# only works for the shape of the first call, (2, 4, 6, 8), shows up here.
+OTHER_SHAPES = [(1, 1, 1, D_K), (3, 2, 5, 16), (1, N_HEAD, BLOCK, D_K), (2, 8, 3, 4), (1, 2, 2, D_K)]
+
+
+def shape_variants(submission):
+    """(shape, variant, (q, k, v, out)) of the learner's attention over OTHER_SHAPES."""
+    for n, shape in enumerate(OTHER_SHAPES):
+        variant, tensors = learner_attention_variant(submission, shape, seed=10 * (n + 1))
+        yield shape, variant, tensors
+
+
+def wrong_scale(variant, q, k, v, out) -> float | None:
+    """The scale the learner's attention used when it is not 1/sqrt(d_k), else None."""
+    d_k = q.size(-1)
+    if variant is not None:
+        return None if variant.correct_scale else variant.scale
+    scale = estimate_scale(out, q, k, v)              # needs T >= 2; None when it cannot tell
+    return scale if scale and abs(scale * math.sqrt(d_k) - 1) > 0.02 else None
 
 
 @check(points=3, rule="attention-scaling", day=43, title="(A) scores are scaled by 1/sqrt(d_k)")
 def test_attention_scale(submission):
     variant, (q, k, v, out) = learner_attention_variant(submission)
     if variant is not None and variant.correct_scale:
+        for shape, variant, (q, k, v, out) in shape_variants(submission):
+            scale = wrong_scale(variant, q, k, v, out)
+            if scale is not None:
+                d_k = q.size(-1)
+                fail(msg("on heads of shape {shape} (d_k = {d_k}) your attention scores are scaled "
+                         "by 1/{inverse:.3g}; expected 1/sqrt(d_k) = 1/{sqrt_d_k:.3g}. Take d_k "
+                         "from the input, q.size(-1), not from a fixed configuration.",
+                         shape=shape, d_k=d_k, inverse=1 / scale, sqrt_d_k=math.sqrt(d_k)),
+                     symptoms=["value-mismatch"], scale=scale, shape=list(shape))
         return
     if variant is not None:
         mutant = {"1/d_model": "scale-by-d-model", "1 (no scaling)": "no-scale"}.get(variant.scale_name)
@@ -57,10 +90,19 @@ def test_attention_scale(submission):
          symptoms=["value-mismatch"])
 
 
-@check(points=3, rule="causal-mask", day=44, title="(B) the causal mask blocks only the future")
+@check(points=2, rule="causal-mask", day=44, title="(B) the causal mask blocks only the future")
 def test_causal_mask(submission):
     variant, (q, k, v, out) = learner_attention_variant(submission)
     if variant is not None and variant.correct_mask:
+        for shape, variant, (q, k, v, out) in shape_variants(submission):
+            if variant is not None and variant.correct_mask or wrong_scale(variant, q, k, v, out):
+                continue                    # a wrong scale on this shape is (A)'s to report
+            T = shape[2]
+            fail(msg("on heads of shape {shape} (T = {T}) attention(q, k, v) does not compute "
+                     "causal attention, though it does for shape (2, 4, 6, 8): build the mask from "
+                     "the input's T = q.size(-2), torch.triu(torch.ones(T, T, dtype=torch.bool), "
+                     "diagonal=1), for every T from 1 to block_size.", shape=shape, T=T),
+                 symptoms=["value-mismatch"], shape=list(shape))
         return
     nan_rows = torch.isnan(out).any(-1).nonzero().tolist()       # [b, head, query row]
     if variant is not None and variant.mask == "diagonal=0" or (variant is None and nan_rows):
@@ -82,6 +124,59 @@ def test_causal_mask(submission):
          symptoms=["value-mismatch"])
 
 
+HALF_PRECISION_HINT = msg("A masking constant must fit the scores' dtype: float16 holds magnitudes up "
+                          "to 65504 only, so -1e9 or torch.finfo(torch.float32).min overflow it. "
+                          "Fill with float('-inf'), or with torch.finfo(scores.dtype).min, which "
+                          "fits every dtype.")
+
+
+@check(points=1, rule="numerical-stability", day=45, title="(B) attention runs in float16 and bfloat16",
+       needs=("attention-scale", "causal-mask"))
+def test_attention_in_half_precision(submission):
+    # Builds on (A) and (B): half precision is judged once the float32 attention is right, against
+    # correct causal attention in float64 on the same rounded inputs.
+    variant, _ = learner_attention_variant(submission)
+    if variant is None or not (variant.correct_scale and variant.correct_mask):
+        fail(msg("attention(q, k, v) is not yet correct causal attention in float32, so its float16 "
+                 "and bfloat16 results cannot be judged: fix (A) and (B) first."),
+             symptoms=["value-mismatch"])
+    for dtype in (torch.float16, torch.bfloat16):
+        q, k, v = (randn(2, N_HEAD, 6, D_K, seed=s).to(dtype) for s in (1, 2, 3))
+        what = msg("attention(q, k, v) on {dtype} heads of shape {shape}", dtype=dtype_name(dtype),
+                   shape=tuple(q.shape))
+        try:
+            out = submission.bughunt.attention(q, k, v)
+        except LearnerError as exc:
+            if exc.is_a("NotImplementedError"):
+                raise
+            overflow = "overflow" in exc.learner_message
+            fail(msg("{what} raised {type}: {message}. It runs in float32, so the {dtype} "
+                     "computation itself fails. {hint}", what=what, type=exc.type_name,
+                     message=exc.learner_message, dtype=dtype_name(dtype), hint=HALF_PRECISION_HINT),
+                 symptoms=["fp16-overflow" if overflow else "exception"],
+                 diagnosis=[{"rule": "numerical-stability", "day": 45, "mutant": "fp16-mask-minus-1e9",
+                             "message": msg("(B) the masking constant overflows {dtype}",
+                                            dtype=dtype_name(dtype))}] if overflow else ())
+        out = expect_dtype(expect_shape(out, q.shape, what), dtype, what)
+        expected = causal_attention(q, k, v, 1 / math.sqrt(D_K), "diagonal=1")
+        if not torch.isfinite(out).all():
+            fail(msg("{what} has NaN or inf where correct attention is finite: something overflows "
+                     "in {dtype}. {hint}", what=what, dtype=dtype_name(dtype),
+                     hint=HALF_PRECISION_HINT),
+                 symptoms=["fp16-overflow"],
+                 diagnosis=[{"rule": "numerical-stability", "day": 45, "mutant": None,
+                             "message": msg("(B) attention overflows {dtype}",
+                                            dtype=dtype_name(dtype))}])
+        tol = tolerance(dtype, D_K * q.size(-2))
+        err = max_error(out, expected)
+        if err > tol:
+            fail(msg("{what} differs from correct attention by up to {err:.3g} (allowed {tol:.1g} "
+                     "for {dtype}), though it is right in float32: compute in the input's dtype, "
+                     "without constants that {dtype} cannot hold.", what=what, err=err, tol=tol,
+                     dtype=dtype_name(dtype)),
+                 symptoms=["value-mismatch"], max_error=err, tolerance=tol)
+
+
 def block_forward(state, x, attend, post_ln: bool):
     """The toy Block in float64 from a state dict; `attend` is the attention the learner computes."""
     p = {k: v.double() for k, v in state.items()}
@@ -101,7 +196,8 @@ def block_forward(state, x, attend, post_ln: bool):
     return x + mlp(ln_2(x))
 
 
-@check(points=3, rule="pre-ln-residual", day=46, title="(C) the Block is Pre-LN")
+@check(points=3, rule="pre-ln-residual", day=46, title="(C) the Block is Pre-LN",
+       needs=("attention-scale", "causal-mask"))
 def test_block_is_pre_ln(submission):
     variant, _ = learner_attention_variant(submission)
     scale, mask = (variant.scale, variant.mask) if variant else (1 / math.sqrt(D_K), "diagonal=1")
@@ -137,24 +233,36 @@ def test_block_is_pre_ln(submission):
 
 @check(points=3, rule="target-shift", day=49, title="(D) the target is the next token")
 def test_make_xy_shifts_targets(submission):
-    chunk = torch.tensor([502, 1204, 33, 991, 88, 7, 64])
-    x, y = expect_tuple(submission.bughunt.make_xy(chunk), 2, "make_xy(chunk)")
-    ref_x, ref_y = ref.make_xy(chunk)
-    x = expect_shape(x, ref_x.shape, "make_xy(chunk)[0] (x)")
-    y = expect_shape(y, ref_y.shape, "make_xy(chunk)[1] (y)")
-    if torch.equal(y.long(), x.long()):
-        fail(msg("make_xy returns y equal to x: the model is asked to predict the token it already "
-                 "sees, so the loss collapses toward 0 while it learns nothing. The target of x[t] "
-                 "is the NEXT token: x = chunk[:-1], y = chunk[1:]."), symptoms=["loss-collapse"],
-             diagnosis=[{"rule": "target-shift", "day": 49, "mutant": "unshifted-targets",
-                         "message": msg("(D) y = chunk[:-1]: targets not shifted, the loss "
-                                        "collapses toward 0")}])
-    if not (torch.equal(x.long(), ref_x) and torch.equal(y.long(), ref_y)):
-        fail(msg("make_xy(chunk) should return x = chunk[:-1] and y = chunk[1:]."),
-             symptoms=["value-mismatch"])
+    # train() hands make_xy tensor slices of the data (get_batch), so chunks are int64 tensors;
+    # the seed's chunk first, then odd and even lengths down to L = 1
+    for chunk in (torch.tensor([502, 1204, 33, 991, 88, 7, 64]), torch.arange(20, 0, -1),
+                  torch.tensor([42, 17]), torch.randperm(BLOCK + 1, generator=torch.Generator().manual_seed(49))):
+        what = f"make_xy(chunk = {chunk.tolist()})"    # code: the same in every language
+        x, y = expect_tuple(submission.bughunt.make_xy(chunk), 2, what)
+        ref_x, ref_y = ref.make_xy(chunk)
+        if (isinstance(y, torch.Tensor) and len(chunk) > 3 and y.shape == chunk[2:].shape
+                and torch.equal(y.long(), chunk[2:])):
+            fail(msg("{what} returns y = chunk[2:]: the targets are shifted twice, so the model "
+                     "learns the token two ahead. The target of x[t] is the NEXT token: x = "
+                     "chunk[:-1], y = chunk[1:].", what=what), symptoms=["value-mismatch"],
+                 diagnosis=[{"rule": "target-shift", "day": 49, "mutant": None,
+                             "message": msg("(D) y = chunk[2:]: targets shifted twice")}])
+        x = expect_shape(x, ref_x.shape, msg("{what}[0] (x)", what=what))
+        y = expect_shape(y, ref_y.shape, msg("{what}[1] (y)", what=what))
+        if torch.equal(y.long(), x.long()):
+            fail(msg("make_xy returns y equal to x: the model is asked to predict the token it already "
+                     "sees, so the loss collapses toward 0 while it learns nothing. The target of x[t] "
+                     "is the NEXT token: x = chunk[:-1], y = chunk[1:]."), symptoms=["loss-collapse"],
+                 diagnosis=[{"rule": "target-shift", "day": 49, "mutant": "unshifted-targets",
+                             "message": msg("(D) y = chunk[:-1]: targets not shifted, the loss "
+                                            "collapses toward 0")}])
+        if not (torch.equal(x.long(), ref_x) and torch.equal(y.long(), ref_y)):
+            fail(msg("{what} should return x = chunk[:-1] = {x} and y = chunk[1:] = {y}.", what=what,
+                     x=ref_x.tolist(), y=ref_y.tolist()), symptoms=["value-mismatch"])
 
 
-@check(points=4, rule="target-shift", day=49, title="the fixed model trains honestly")
+@check(points=4, rule="target-shift", day=49, title="the fixed model trains honestly",
+       needs=("attention-scale", "causal-mask", "block-is-pre-ln", "make-xy-shifts-targets"))
 def test_training_on_a_markov_corpus(submission):
     data, floor = markov_corpus(V, 4, 20_000, seed=49)
     losses = submission.bughunt.train(data=data, config=submission.bughunt.GPTConfig(), steps=120,

@@ -5,9 +5,11 @@ from collections import Counter
 
 import numpy as np
 import torch
+from hypothesis import strategies as st
 
 import reference_model as ref
 from grader.testkit import (
+    CheckFailure,
     COLLAPSE_MARGIN,
     PROBE_BRANCHING,
     LearnerError,
@@ -16,8 +18,15 @@ from grader.testkit import (
     expect_raises,
     expect_shape,
     fail,
+    conditioned_tolerance,
+    explore,
+    magnitudes,
     markov_corpus,
     msg,
+    random_tensor,
+    seeds,
+    sizes,
+    tolerance,
     type_name,
 )
 
@@ -93,16 +102,33 @@ def unshifted(what: str, x, shifted_y, fix: str, *, diagnose: bool, mutant: str 
 
 # -- make_xy (target-shift) ------------------------------------------------------------------------
 
-MAKE_XY_CASES = [   # (how the chunk is given, chunk)
+MAKE_XY_CASES = [   # (how the chunk is given, chunk): every form a chunk comes in, L = 1, odd and even L
     (msg("a list"), [502, 1204, 33, 991, 88]),                             # the seed's example
+    (msg("a list"), [7, 11]),                                              # L = 1
     (msg("a numpy int64 array"), distinct_tokens(17, seed=1)),
+    (msg("a numpy int64 array"), distinct_tokens(2, seed=4)),
     (msg("a numpy int32 array"), distinct_tokens(9, seed=2).astype(np.int32)),
+    (msg("a numpy int32 array"), distinct_tokens(12, seed=5).astype(np.int32)),
+    (msg("a numpy int32 array"), distinct_tokens(2, seed=6).astype(np.int32)),
     (msg("an int64 tensor"), torch.from_numpy(distinct_tokens(33, seed=3))),
+    (msg("an int64 tensor"), torch.from_numpy(distinct_tokens(64, seed=7))),
     (msg("an int64 tensor of 2 tokens"), torch.tensor([7, 11])),           # L = 1
 ]
 
 
-@check(points=3, rule="target-shift", day=49, title="make_xy: y is x shifted by one")
+def shifted_twice(result, chunk) -> bool:
+    """Whether make_xy's x starts the chunk and its y is chunk[2:]: the targets shifted by two
+    (e.g. x, y = chunk[:-2], chunk[2:], or chunk[1:] shifted once more)."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2 or len(chunk) < 4:
+        return False
+    x, y = result
+    tokens = torch.as_tensor(np.asarray(chunk)).long()
+    return (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.dim() == 1
+            and 0 < len(x) <= len(tokens) and torch.equal(x.long(), tokens[:len(x)])
+            and y.shape == tokens[2:].shape and torch.equal(y.long(), tokens[2:]))
+
+
+@check(points=2, rule="target-shift", day=49, title="make_xy: y is x shifted by one")
 def test_make_xy_shifts_targets_by_one(submission):
     for label, chunk in MAKE_XY_CASES:
         L = len(chunk) - 1
@@ -111,8 +137,17 @@ def test_make_xy_shifts_targets_by_one(submission):
         result = learner_call(lambda: submission.data.make_xy(chunk), what,
                               hint=msg("make_xy must accept a list, a numpy array or a tensor "
                                        "(torch.as_tensor(np.asarray(chunk)) handles all three)."))
-        x, y = xy_pair(result, what, (L,))
         want_x, want_y = ref.make_xy(chunk)
+        if shifted_twice(result, chunk):
+            fail(msg("{what} returned y = {y}, the tokens two places after x: the targets are "
+                     "shifted twice. y[t] must be the token right after x[t], y = chunk[1:] = "
+                     "{expected}, and x = chunk[:-1]. Shift once, in one place.", what=what,
+                     y=show(result[1]), expected=show(want_y)),
+                 symptoms=["value-mismatch"],
+                 diagnosis=[{"rule": "target-shift", "day": 49, "mutant": None,
+                             "message": msg("targets shifted twice (y = chunk[2:]): the model "
+                                            "learns to predict two tokens ahead")}])
+        x, y = xy_pair(result, what, (L,))
         if torch.equal(y.long(), x.long()):
             unshifted(what, y, want_y, msg("Use x = chunk[:-1], y = chunk[1:]."),
                       diagnose=True, mutant="unshifted-targets")
@@ -124,6 +159,18 @@ def test_make_xy_shifts_targets_by_one(submission):
             fail(msg("{what} returned y = {y}; y[t] is the token after x[t], so y = chunk[1:] = "
                      "{expected}", what=what, y=show(y), expected=show(want_y)),
                  symptoms=["value-mismatch"])
+
+
+@check(points=1, rule="data-windows", day=49, title="make_xy returns int64 x and y, whatever the chunk's dtype",
+       needs=("make-xy-shifts-targets-by-one",))
+def test_make_xy_returns_int64(submission):
+    # The dtype is make_xy's output contract (rule data-windows, as for get_batch); whether the
+    # shift is right is the check above's.
+    for label, chunk in MAKE_XY_CASES:
+        what = msg("make_xy({chunk}) (a chunk of {n} tokens given as {label})", chunk=show(chunk),
+                   n=len(chunk), label=label)
+        x, y = xy_pair(learner_call(lambda: submission.data.make_xy(chunk), what), what,
+                       (len(chunk) - 1,))
         for name, t in (("x", x), ("y", y)):
             if t.dtype != torch.int64:
                 fail(msg("{what} returned {name} as {dtype}; token ids must be int64, which "
@@ -132,7 +179,8 @@ def test_make_xy_shifts_targets_by_one(submission):
                          dtype=str(t.dtype).replace('torch.', '')), got=str(t.dtype))
 
 
-@check(points=2, rule="target-shift", day=49, title="on a Markov corpus, y[t] is what follows x[t]")
+@check(points=2, rule="target-shift", day=49, title="on a Markov corpus, y[t] is what follows x[t]",
+       needs=("make-xy-shifts-targets-by-one",))
 def test_make_xy_targets_follow_the_corpus(submission):
     # Every token of this corpus has 4 equally likely successors: no next-token predictor can
     # average below ln 4 nats, and the (x[t], y[t]) pairs of a correct make_xy are its bigrams.
@@ -233,6 +281,16 @@ def window_starts(x, y, data, block_size: int, what: str, diagnose: bool = False
                      "(y = {y}). {hint}", r=r, what=what, i=i, N=N, T=T, last=N - T - 1, end=i + T,
                      y=show(row_y), hint=WINDOW_HINT),
                  symptoms=["value-mismatch"], row=r, start=i)
+        if row_y == tokens[i + 2:i + 2 + T]:
+            fail(msg("row {r} of {what}: x = data[{i}:{i_end}] but y = data[{k}:{k_end}], the "
+                     "tokens two places after x: the targets are shifted twice. y must be x "
+                     "shifted by one, data[{j}:{j_end}]. Shift once, in one place.", r=r,
+                     what=what, i=i, i_end=i + T, k=i + 2, k_end=i + 2 + T, j=i + 1, j_end=i + 1 + T),
+                 symptoms=["value-mismatch"], row=r,
+                 diagnosis=[{"rule": "target-shift", "day": 49, "mutant": None,
+                             "message": msg("targets shifted twice (y = data[i + 2 : i + 2 + "
+                                            "block_size]): the model learns to predict two tokens "
+                                            "ahead")}] if diagnose else ())
         if row_y != tokens[i + 1:i + 1 + T]:
             fail(msg("row {r} of {what}: x = data[{i}:{i_end}] but y = {y}; y must be x shifted by "
                      "one, data[{j}:{j_end}] = {expected}.", r=r, what=what, i=i, i_end=i + T,
@@ -293,17 +351,24 @@ def test_get_batch_rows_are_shifted_windows(submission):
         (torch.from_numpy(tokens), 32, 16, {"device": "cpu"}),  # tensor, device given
         (tokens[:50], 8, 1, {}),                                # block_size = 1
         (torch.from_numpy(tokens[:40]), 64, 30, {}),            # few starts, long windows
+        (tokens[:60], 1, 19, {}),                               # one row
+        (tokens.astype(np.int32), 7, 5, {}),                    # int32 array, odd sizes
+        (torch.from_numpy(tokens).int(), 9, 2, {}),             # int32 tensor
+        (tokens[:101], 33, 12, {"generator": jail_generator(submission, 7)}),
     ]:
         x, y, what = call_get_batch(submission, data, batch_size, block_size, **kwargs)
         window_starts(x, y, data, block_size, what, diagnose=True)
 
 
-def draw_starts(submission, data, block_size: int, batch_size: int, calls: int, hint=WINDOW_HINT):
+def draw_starts(submission, data, block_size: int, batch_size: int, calls: int, hint=WINDOW_HINT,
+                **kwargs):
     counts = Counter()
+    n_starts = len(data) - block_size
     for _ in range(calls):
-        x, y, what = call_get_batch(submission, data, batch_size, block_size, hint=hint)
+        x, y, what = call_get_batch(submission, data, batch_size, block_size, hint=hint, **kwargs)
         starts = window_starts(x, y, data, block_size, what)
-        if len(data) - block_size > 1 and batch_size >= 8 and len(set(starts)) == 1:
+        # a uniform sampler gives all rows one start with probability n_starts^-(batch_size - 1)
+        if n_starts > 1 and (batch_size - 1) * math.log(n_starts) > 20 and len(set(starts)) == 1:
             fail(msg("all {batch_size} rows of {what} start at the same position {start}: each "
                      "row is its own random window. Draw one start per row: torch.randint(len(data) "
                      "- block_size, (batch_size,)).", batch_size=batch_size, what=what,
@@ -332,7 +397,8 @@ def expect_every_start(counts: Counter, n_starts: int, block_size: int, draws: i
              symptoms=["value-mismatch"], missing=missing)
 
 
-@check(points=3, rule="data-windows", day=49, title="every valid start is drawn, the last one too, uniformly")
+@check(points=3, rule="data-windows", day=49, title="every valid start is drawn, the last one too, uniformly",
+       needs=("get-batch-rows-are-shifted-windows",))
 def test_get_batch_draws_every_start_uniformly(submission):
     seed_jail(submission, 1049)
     # Exactly one window: len(data) = block_size + 1 is enough, and its only start is 0.
@@ -353,7 +419,10 @@ def test_get_batch_draws_every_start_uniformly(submission):
     expected = draws / n_starts
     chi2 = sum((counts[i] - expected) ** 2 / expected for i in range(n_starts))
     dof = n_starts - 1
-    bound = dof + 10 * math.sqrt(2 * dof)    # a uniform sampler exceeds this about once in 10^9
+    # P(chi-square with 19 degrees of freedom > 19 + 10 sqrt(38) = 80.6) = 1.4e-9 (regularised
+    # upper incomplete gamma Q(19/2, 80.6/2)); 4000 draws over 20 starts are enough for the
+    # chi-square approximation (200 expected per cell).
+    bound = dof + 10 * math.sqrt(2 * dof)
     if chi2 > bound:
         fail(msg("the window starts are far from uniform: counts {counts} over {draws} draws, "
                  "about {expected:.0f} each expected (chi-square {chi2:.0f} with {dof} degrees of "
@@ -362,12 +431,58 @@ def test_get_batch_draws_every_start_uniformly(submission):
                  "- block_size, (batch_size,)).", counts=str([counts[i] for i in range(n_starts)]),
                  draws=draws, expected=expected, chi2=chi2, dof=dof, bound=bound),
              symptoms=["value-mismatch"], chi2=chi2, bound=bound)
+    # A thousand windows, as in real data: a sampler confined to some of them (the first hundred,
+    # say) must fail, from torch's global generator and from a seeded `generator` alike.
+    n_starts, block_size, batch_size, calls = 1000, 3, 1000, 4
+    data = distinct_tokens(n_starts + block_size, seed=10)
+    for label, kwargs in ((msg("torch's global generator"), {}),
+                          ("generator = torch.Generator().manual_seed(1049)",
+                           {"generator": jail_generator(submission, 1049)})):
+        counts = draw_starts(submission, data, block_size, batch_size, calls, **kwargs)
+        expect_uniform_starts(counts, n_starts, label)
 
 
-@check(points=1, rule="data-windows", day=49, title="the same seeded generator gives the same batch")
+# False-reject probability of the many-starts test: by the Dvoretzky-Kiefer-Wolfowitz inequality
+# with Massart's constant, the empirical CDF F_n of n independent draws from any distribution F
+# satisfies P(max_i |F_n(i) - F(i)| > eps) <= 2 exp(-2 n eps^2). With eps = sqrt(ln(2 / 1e-7) /
+# (2 n)) a uniform sampler is rejected with probability at most 1e-7 per run (eps = 0.046 for
+# n = 4000 draws); the check makes two runs, and its chi-square (1.4e-9) and every-start tests
+# (3 (2/3)^256 and 20 (19/20)^4000) add far less, so a correct get_batch fails it with
+# probability below 3e-7. A sampler that reaches only the first 100 of 1000 starts is off by 0.9.
+DKW_FALSE_REJECT = 1e-7
+
+
+def expect_uniform_starts(counts: Counter, n_starts: int, label: str):
+    n = sum(counts.values())
+    eps = math.sqrt(math.log(2 / DKW_FALSE_REJECT) / (2 * n))
+    seen, worst = 0, (0.0, 0, 0.0)
+    for i in range(n_starts):
+        seen += counts[i]
+        gap = abs(seen / n - (i + 1) / n_starts)
+        if gap > worst[0]:
+            worst = (gap, i, seen / n)
+    gap, at, share = worst
+    if gap > eps:
+        fail(msg("with {label}, get_batch's window starts are not uniform over the {n_starts} "
+                 "valid starts 0 .. {last}: {share:.1%} of {n} draws were at most {at}, where a "
+                 "uniform sampler gives {uniform:.1%} and stays within {eps:.1%} of that (but "
+                 "once in ten million runs); the largest start drawn was {largest}. Every valid "
+                 "start must be equally likely: draw each row's start with "
+                 "torch.randint(len(data) - block_size, (batch_size,), generator=generator).",
+                 label=label, n_starts=n_starts, last=n_starts - 1, share=share, n=n, at=at,
+                 uniform=(at + 1) / n_starts, eps=eps, largest=max(counts)),
+             symptoms=["value-mismatch"], max_deviation=gap, bound=eps)
+
+
+@check(points=1, rule="data-windows", day=49, title="the same seeded generator gives the same batch",
+       needs=("get-batch-rows-are-shifted-windows",))
 def test_get_batch_uses_the_generator(submission):
-    data = distinct_tokens(200, seed=9)
     seed_jail(submission, 249)       # only for a learner who ignores the generator
+    for data in (distinct_tokens(200, seed=9), torch.from_numpy(distinct_tokens(77, seed=11))):
+        expect_same_batch_for_the_same_seed(submission, data)
+
+
+def expect_same_batch_for_the_same_seed(submission, data):
     batches = []
     for seed in (1234, 1234, 4321):
         x, y, what = call_get_batch(submission, data, 16, 8, generator=jail_generator(submission, seed))
@@ -385,10 +500,10 @@ def test_get_batch_uses_the_generator(submission):
                  "torch.randint(..., generator=generator)."), symptoms=["value-mismatch"])
 
 
-@check(points=1, rule="data-windows", day=49, title="data too short for one window is a ValueError")
+@check(points=1, rule="api-contract", day=49, title="data too short for one window is a ValueError")
 def test_get_batch_rejects_data_shorter_than_a_window(submission):
-    for n_tokens, block_size in [(8, 8), (3, 8), (0, 4)]:
-        data = np.arange(n_tokens, dtype=np.int64)
+    for n_tokens, block_size, as_tensor in [(8, 8, False), (3, 8, False), (0, 4, False), (5, 5, True)]:
+        data = torch.arange(n_tokens) if as_tensor else np.arange(n_tokens, dtype=np.int64)
         exc = expect_raises(lambda: submission.data.get_batch(data, 4, block_size), "ValueError",
                             msg("get_batch(data of {n} tokens, batch_size=4, block_size={block_size})",
                                 n=n_tokens, block_size=block_size),
@@ -421,23 +536,111 @@ def call_lm_loss(submission, logits, targets, what):
     return expect_shape(got, (), what)
 
 
-@check(points=3, rule="loss-flattening", day=49, title="lm_loss is cross-entropy over (B*T, V) vs (B*T,)")
+def shifted_loss(logits, targets, offset: int) -> float:
+    """The mean cross-entropy of logits[:, t] against targets[:, t + offset], in float64."""
+    T = logits.size(1)
+    if offset >= 0:
+        return float(ref.lm_loss(logits[:, :T - offset].double().contiguous(), targets[:, offset:]))
+    return float(ref.lm_loss(logits[:, -offset:].double().contiguous(), targets[:, :T + offset]))
+
+
+def shifted_again(got, logits, targets) -> bool:
+    """Whether lm_loss shifts logits and targets once more (as a Hugging Face model does inside:
+    logits[:, :-1] against targets[:, 1:]), though make_xy and get_batch already did."""
+    if logits.size(1) < 2 or not torch.isfinite(got):
+        return False
+    return any(abs(float(got) - shifted_loss(logits, targets, offset)) <= 1e-4 * (1 + abs(float(got)))
+               for offset in (1, -1))
+
+
+def loss_case(B: int, T: int, V: int, scale: float, offset: float, seed: int) -> dict:
+    """(B, T, V) logits of the drawn magnitude around `offset`, and targets in range."""
+    logits = (random_tensor((B, T, V), dtype=torch.float64, seed=seed, scale=scale) + offset).float()
+    targets = torch.randint(V, (B, T), generator=torch.Generator().manual_seed(seed + 1))
+    return {"logits": logits, "targets": targets}
+
+
+# B and T down to 1, odd and even V, logits of unit scale around 0 and around offsets of 500 and
+# -300, where logsumexp(z) - z[target] cancels in float32.
+LOSS_CASES = st.builds(loss_case, B=st.integers(1, 4), T=sizes(1, 9), V=st.integers(2, 60),
+                       scale=magnitudes((1.0, 3.0)), offset=st.sampled_from([0.0, 500.0, -300.0]),
+                       seed=seeds())
+# Logits of large magnitude, up to 1e4: where log(softmax(z)) rounds a probability to 0.
+LARGE_LOSS_CASES = st.builds(loss_case, B=st.integers(1, 4), T=sizes(1, 9), V=st.integers(2, 60),
+                             scale=magnitudes((30.0, 500.0, 1e4)), offset=st.just(0.0), seed=seeds())
+
+
+def expect_loss(submission, case, hint: str, nan_symptom: str = "value-mismatch"):
+    """The learner's lm_loss on a case matches the reference, within the conditioned tolerance."""
+    logits, targets = case["logits"], case["targets"]
+    B, T, V = logits.shape
+    what = msg("lm_loss(logits of shape {logits}, targets of shape {targets})", logits=(B, T, V),
+               targets=(B, T))
+    got = call_lm_loss(submission, logits, targets, what)
+    expected = ref.lm_loss(logits.double(), targets)
+    if B * T > 1 and float(expected) > 0 and abs(float(got) / float(expected) - B * T) < 1e-3 * B * T:
+        hint = msg("Yours is B*T = {n} times the mean: the losses were summed. Average over "
+                   "all B*T positions: reduction='mean', F.cross_entropy's default.", n=B * T)
+    # logsumexp(z) - z[target], a correct way to write the loss, subtracts two numbers of the
+    # logits' magnitude: it rounds by about eps * max|z| however small the loss, which input
+    # conditioning alone does not see (around 500 the loss itself can be 1e-5)
+    tol = (conditioned_tolerance(ref.lm_loss, [logits, targets], logits.dtype, reduction=B * T * V)
+           + tolerance(logits.dtype) * float(logits.abs().max()))
+    expect_close(got, expected, what, dtype=logits.dtype, tol=tol, hint=hint, nan_symptom=nan_symptom)
+
+
+def first_loss_case() -> dict:
+    return loss_case(2, 5, 7, scale=2.0, offset=0.0, seed=0)
+
+
+def loss_shifts_again(submission) -> bool:
+    case = first_loss_case()
+    got = call_lm_loss(submission, case["logits"], case["targets"],
+                       msg("lm_loss(logits of shape {logits}, targets of shape {targets})",
+                           logits=(2, 5, 7), targets=(2, 5)))
+    return shifted_again(got, case["logits"], case["targets"])
+
+
+@check(points=2, rule="loss-flattening", day=49, title="lm_loss is cross-entropy over (B*T, V) vs (B*T,)")
 def test_lm_loss_matches_flattened_cross_entropy(submission):
-    for seed, (B, T, V) in enumerate(LOSS_SHAPES):
-        logits = randn(B, T, V, seed=seed, scale=2.0)
-        targets = torch.randint(V, (B, T), generator=torch.Generator().manual_seed(100 + seed))
-        what = msg("lm_loss(logits of shape {logits}, targets of shape {targets})",
-                   logits=(B, T, V), targets=(B, T))
-        got = call_lm_loss(submission, logits, targets, what)
-        expected = ref.lm_loss(logits.double(), targets)
-        hint = FLATTEN_HINT
-        if B * T > 1 and abs(float(got) / float(expected) - B * T) < 1e-3 * B * T:
-            hint = msg("Yours is B*T = {n} times the mean: the losses were summed. Average over "
-                       "all B*T positions: reduction='mean', F.cross_entropy's default.", n=B * T)
-        expect_close(got, expected, what, dtype=logits.dtype, reduction=B * T * V, hint=hint)
+    if loss_shifts_again(submission):
+        return          # flattened, but shifted once more: the target-shift check below judges it
+    corners = [loss_case(B, T, V, scale=2.0, offset=0.0, seed=n) for n, (B, T, V) in enumerate(LOSS_SHAPES)]
+    explore(LOSS_CASES, lambda case: expect_loss(submission, case, FLATTEN_HINT), what="lm_loss",
+            corners=corners)
 
 
-@check(points=2, rule="loss-flattening", day=49, title="lm_loss averages over every position")
+LOG_SPACE_HINT = msg("With logits this large, softmax rounds the probability of some target to 0 "
+                     "and log(0) = -inf: compute the loss in log space, F.cross_entropy or "
+                     "F.log_softmax, never log(softmax(logits)).")
+
+
+@check(points=1, rule="numerical-stability", day=49, title="lm_loss stays exact for logits up to 1e4",
+       needs=("lm-loss-matches-flattened-cross-entropy",))
+def test_lm_loss_is_stable_for_large_logits(submission):
+    if loss_shifts_again(submission):
+        return          # the target-shift check judges a loss that shifts again
+    case = first_loss_case()
+    try:
+        expect_loss(submission, case, FLATTEN_HINT)
+    except CheckFailure:
+        fail(msg("lm_loss is not yet the cross-entropy on ordinary logits (see the check "
+                 "\"lm_loss is cross-entropy over (B*T, V) vs (B*T,)\"), so its numerics on large "
+                 "logits cannot be judged: fix that first."), symptoms=["value-mismatch"])
+
+    def stable(case):
+        try:
+            expect_loss(submission, case, LOG_SPACE_HINT, nan_symptom="softmax-overflow")
+        except CheckFailure as failure:
+            fail(failure.message, symptoms=failure.symptoms, **failure.evidence,
+                 diagnosis=[{"rule": "numerical-stability", "day": 49, "mutant": None,
+                             "message": msg("lm_loss loses its accuracy for large logits: compute "
+                                            "it in log space")}])
+
+    explore(LARGE_LOSS_CASES, stable, what="lm_loss")
+
+
+@check(points=1, rule="loss-flattening", day=49, title="lm_loss averages over every position")
 def test_lm_loss_is_a_mean(submission):
     B, T, V = 4, 8, 100
     logits = torch.zeros(B, T, V)         # every token equally likely: the loss is ln(V) everywhere
@@ -470,3 +673,36 @@ def test_lm_loss_is_a_mean(submission):
                           "first loss to expect before training. Yours is {ratio:.3g} x ln(V).",
                           **values)
         fail(message, symptoms=["first-loss-off"], got=got, expected=ln_v)
+
+
+@check(points=1, rule="target-shift", day=49, title="lm_loss scores logits[:, t] against targets[:, t]",
+       needs=("lm-loss-matches-flattened-cross-entropy",))
+def test_lm_loss_does_not_shift_again(submission):
+    # make_xy and get_batch already shifted: targets[:, t] is the token after x[:, t], so the logits
+    # of position t are scored against targets[:, t]. Logits that put all the weight on that
+    # target at every position give a loss of (V - 1) e^-30 per position, about 0; a loss that
+    # shifts once more scores them against the neighbouring targets and gets about 30.
+    for seed, (B, T, V) in enumerate([(2, 5, 7), (3, 4, 50), (1, 1, 3), (2, 6, 6)]):
+        targets = torch.randint(V, (B, T), generator=torch.Generator().manual_seed(300 + seed))
+        logits = torch.zeros(B, T, V).scatter_(-1, targets.unsqueeze(-1), 30.0)
+        what = msg("lm_loss(logits of shape {logits} that put all the weight on the target at "
+                   "every position, targets of shape {targets})", logits=(B, T, V), targets=(B, T))
+        got = call_lm_loss(submission, logits, targets, what)
+        if float(got) <= 1e-4:
+            continue
+        if shifted_again(got, logits, targets):
+            fail(msg("{what} returned {got:.3g}, the loss of logits[:, t] against targets[:, t + "
+                     "1]: your lm_loss shifts the targets again, but make_xy and get_batch already "
+                     "did (targets[:, t] is the token after x[:, t]), so each position is trained "
+                     "to predict the token two ahead. Score logits[:, t] against targets[:, t]: "
+                     "F.cross_entropy(logits.view(-1, V), targets.view(-1)), no slicing.",
+                     what=what, got=float(got)),
+                 symptoms=["value-mismatch"],
+                 diagnosis=[{"rule": "target-shift", "day": 49, "mutant": "targets-shifted-twice",
+                             "message": msg("lm_loss shifts the targets again (logits[:, :-1] "
+                                            "against targets[:, 1:]): each position predicts the "
+                                            "token two ahead")}])
+        fail(msg("{what} returned {got:.3g}; these logits put all the weight on targets[b, t] at "
+                 "every position t, so the loss is about 0. lm_loss must score logits[:, t] against "
+                 "targets[:, t] (they are already the next tokens): no shift inside the loss.",
+                 what=what, got=float(got)), symptoms=["value-mismatch"], got=float(got))
