@@ -151,7 +151,7 @@ def test_a_call_is_budgeted_from_its_reference_counterpart():
     idx = torch.zeros(2, 8, dtype=torch.long)
     assert CALL_FLOOR_SECONDS <= budgets.for_call(0, {"handle": 2, "path": []}, [idx], {}) < 60
     trained = budgets.for_training(0, {"handle": 2}, steps=5, batch_size=2, block_size=8)
-    assert CALL_FLOOR_SECONDS <= trained <= 60
+    assert CALL_FLOOR_SECONDS <= trained < 60  # timed on the twin, not the fallback
     # measured once per signature: a second call of the same shapes is not timed again
     before = dict(budgets._seconds)
     budgets.for_call(0, {"module": "data", "path": ["make_xy"]}, [torch.arange(20, 40)], {})

@@ -251,10 +251,12 @@ def test_attack_is_contained(case, arena, tmp_path, recorders):
     if case.error is not None:
         assert grade["error"] and grade["error"]["kind"] == case.error, text[:3000]
     if case.symptom is not None:
-        assert any(case.symptom in c["symptoms"] for c in failing), text[:3000]
+        symptoms = case.symptom if isinstance(case.symptom, tuple) else (case.symptom,)
+        assert any(s in c["symptoms"] for c in failing for s in symptoms), text[:3000]
     if case.message is not None:
         messages = [c["message"] for c in failing] + ([grade["error"]["message"]] if grade["error"] else [])
-        assert any(case.message in m for m in messages), text[:3000]
+        wanted = case.message if isinstance(case.message, tuple) else (case.message,)
+        assert any(w in m for m in messages for w in wanted), text[:3000]
 
     # nothing hidden leaks, into any field of the grade
     for secret in (arena.canary, HIDDEN_MARKER, arena.sibling):

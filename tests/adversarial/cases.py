@@ -30,8 +30,8 @@ class Case:
     name: str
     code: str
     error: str | None = None            # the grade's error.kind, or None for failing checks only
-    symptom: str | None = None          # a symptom some failing check must carry
-    message: str | None = None          # text a failing check's or the error's message must hold
+    symptom: str | tuple | None = None  # a symptom some failing check must carry (or one of these)
+    message: str | tuple | None = None  # text a failing check's or the error's message must hold (...)
     cli: bool = False                   # graded through the `grader` command (a fresh process)
     linger: float = 0.0                 # seconds to watch the host afterwards for a late effect
     needs_jail: bool = False            # contained only by bubblewrap, not by the process fallback
@@ -381,7 +381,8 @@ def split_heads(x, n_head):
         _nested = [_nested]
     repr(_nested)
     return _split(x, n_head)
-''', symptom="exception", message="segmentation fault"),
+''', symptom=("exception", "timeout"), message=("segmentation fault", "ran over its"),
+         notes="in the jail the overflow takes seconds to come: the per-call budget may stop it first"),
 
     Case("billion-element-output", '''
 import torch as _torch
