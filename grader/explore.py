@@ -5,7 +5,8 @@ report the smallest one that fails, and a tolerance that follows the conditionin
 cases drawn by a hypothesis strategy. It is seeded from nothing but the code (derandomize), keeps
 no example database and prints nothing, so a submission always gets the same grade, and a failure
 is shrunk to the smallest failing case, whose CheckFailure is raised with the input shown. What
-ends a check in the jail (a timeout, a crash, NotImplementedError) is raised at once: it is never
+ends a check in the jail (a timeout, a crash, NotImplementedError) or keeps it from the learner's
+code (testkit.Unusable: a broken module, a missing name) is raised at once: it is never
 repeated to shrink it.
 
 The strategies below are the pieces every exercise's contract shares (batch dims 0-3, T = 1, odd
@@ -28,7 +29,7 @@ from grader.locale import msg
 
 # Cases drawn per explored check: enough to reach each corner of the strategies below, few enough
 # that grading a correct solution stays well under a second per check.
-EXPLORE_EXAMPLES = 8
+EXPLORE_EXAMPLES = 6
 # Calls made while shrinking one failure: a learner function that fails everywhere shrinks in a
 # few dozen; the cap bounds a failure that shrinks slowly (each call is a round trip to the jail).
 SHRINK_CALLS = 150
@@ -78,6 +79,8 @@ def explore(
     strategy may miss), raising the first failure as written.
 
     `what` names what a case is the input of (e.g. "stable_softmax"), for the message."""
+    from grader.testkit import Unusable
+
     failures: list[tuple[object, BaseException]] = []  # the last is hypothesis's smallest so far
     calls_since_failure = 0
 
@@ -89,6 +92,8 @@ def explore(
                 raise _Abort(None)  # enough shrinking: the last failure seen is the smallest yet
         try:
             prop(case)
+        except Unusable as exc:  # no input is to blame
+            raise _Abort(exc) from None
         except AssertionError as exc:  # a CheckFailure, or a plain assert in a check
             failures.append((case, exc))
             raise _Failed from None
@@ -112,12 +117,24 @@ def explore(
         smallest_case, its_error = failures[-1]
         raise _failure(smallest_case, its_error, what, smallest=True) from None
     for case in corners:
-        try:
-            prop(case)
-        except (AssertionError, LearnerError) as exc:
-            if isinstance(exc, LearnerError) and exc.is_a("NotImplementedError"):
-                raise
-            raise _failure(case, exc, what, smallest=False) from None
+        corner(case, prop, what=what)
+
+
+def corner(case, prop: Callable[[object], None], *, what: str = "") -> None:
+    """Run `prop` on one explicit case (e.g. the contract's own example, [500, 502]); its failure
+    is raised with the input shown, as written."""
+    from grader.testkit import Unusable
+
+    try:
+        prop(case)
+    except (AssertionError, LearnerError) as exc:
+        if isinstance(exc, Unusable) or _not_implemented(exc):
+            raise
+        raise _failure(case, exc, what, smallest=False) from None
+
+
+def _not_implemented(exc: BaseException) -> bool:
+    return isinstance(exc, LearnerError) and exc.is_a("NotImplementedError")
 
 
 def _failure(case, exc: BaseException, what: str, *, smallest: bool):
@@ -269,11 +286,17 @@ def conditioned_tolerance(
     dtype: torch.dtype,
     reduction: int = 1,
     seed: int = 0,
+    exponential: bool = False,
 ) -> float:
     """The tolerance for a `dtype` result of reference_fn(*inputs): today's eps*sqrt(n) rule plus
     CONDITION_FACTOR times the most the float64 reference moves when each floating input is
     perturbed by a relative eps of `dtype` (seeded, CONDITION_TRIALS times). Other inputs (masks,
-    flags) are passed unchanged."""
+    flags) are passed unchanged.
+
+    exponential: the result is the exp of a difference of inputs (a softmax): a correct formula
+    may round that difference at the inputs' magnitude (exp(z - logsumexp(z)) does), an error of
+    eps * max|z| relative to the result even where no perturbation of z moves it (a saturated
+    softmax); that much is allowed too."""
     from grader.testkit import tolerance
 
     eps = torch.finfo(dtype).eps
@@ -284,7 +307,15 @@ def conditioned_tolerance(
     for _ in range(CONDITION_TRIALS):
         perturbed = [x * (1 + eps * _uniform(x.shape, g)) if _is_float(x) else x for x in exact]
         moved = max(moved, _moved(reference_fn(*perturbed), base))
+    if exponential:
+        moved = max(moved, eps * _largest(exact) * _largest([base]))
     return tolerance(dtype, reduction) + CONDITION_FACTOR * moved
+
+
+def _largest(tensors: Sequence) -> float:
+    """The largest finite magnitude among the floating tensors (0 if none)."""
+    finite = [x[torch.isfinite(x)].abs() for x in tensors if _is_float(x)]
+    return max((float(f.max()) for f in finite if f.numel()), default=0.0)
 
 
 def _uniform(shape, generator: torch.Generator) -> torch.Tensor:

@@ -19,6 +19,7 @@ from grader.explore import (  # noqa: F401  (re-exported for hidden tests)
     FLOAT_DTYPES,
     batch_dims,
     conditioned_tolerance,
+    corner,
     describe,
     explore,
     float_dtypes,

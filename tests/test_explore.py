@@ -10,7 +10,16 @@ from hypothesis import strategies as st
 
 from grader import explore as ex
 from grader.errors import JailTimeout, LearnerError
-from grader.testkit import CheckFailure, conditioned_tolerance, expect_close, explore, fail, msg, tolerance
+from grader.testkit import (
+    CheckFailure,
+    Unusable,
+    conditioned_tolerance,
+    expect_close,
+    explore,
+    fail,
+    msg,
+    tolerance,
+)
 
 
 def failing_from(threshold):
@@ -65,7 +74,7 @@ def test_exploring_is_deterministic():
     messages = []
     for _ in range(2):
         with pytest.raises(CheckFailure) as caught:
-            explore(ex.tensors(st.tuples(ex.sizes(1, 50))), prop)
+            explore(ex.tensors(st.tuples(ex.sizes(1, 50))), prop, examples=30)
         messages.append(str(caught.value))
     assert messages[0] == messages[1]
 
@@ -81,6 +90,19 @@ def test_a_jail_error_is_raised_at_once_never_shrunk():
     with pytest.raises(JailTimeout):
         explore(st.integers(0, 1000), prop)
     assert sum(1 for n in calls if n > 5) == 1
+
+
+def test_a_missing_name_is_raised_at_once_without_an_input():
+    calls = []
+
+    def prop(n):
+        calls.append(n)
+        raise Unusable(msg("attention.py does not define stable_softmax"), symptoms=["exception"])
+
+    with pytest.raises(Unusable) as caught:
+        explore(st.integers(), prop, corners=[1])
+    assert len(calls) == 1
+    assert "input" not in caught.value.evidence
 
 
 def test_not_implemented_is_raised_at_once():
@@ -209,3 +231,41 @@ def test_conditioned_tolerance_is_seeded_and_passes_masks_through():
     first = conditioned_tolerance(masked, [z, mask], torch.float16, reduction=4)
     assert first == conditioned_tolerance(masked, [z, mask], torch.float16, reduction=4)
     assert first < 1  # -inf entries stay -inf: they move nothing
+
+
+def test_a_saturated_logsumexp_softmax_passes_with_the_exponential_allowance():
+    z = torch.tensor([26600.0, 10000.0, -5000.0, 26590.0])  # the winner's exponent rounds at 2.7e4
+    got = torch.exp(z - torch.logsumexp(z, dim=-1, keepdim=True))
+    expected = softmax64(z.double())
+    tol = conditioned_tolerance(softmax64, [z], torch.float32, reduction=4)
+    with pytest.raises(CheckFailure):  # no perturbation of z moves a saturated softmax
+        expect_close(got, expected, "softmax", dtype=torch.float32, tol=tol)
+    tol = conditioned_tolerance(softmax64, [z], torch.float32, reduction=4, exponential=True)
+    expect_close(got, expected, "softmax", dtype=torch.float32, tol=tol)
+    floored = torch.zeros_like(z)  # the softmax-max-floor mutant's zeros stay refused
+    with pytest.raises(CheckFailure):
+        expect_close(floored, expected, "softmax", dtype=torch.float32, tol=tol)
+
+
+# -- explored hidden tests, graded for real --------------------------------------------------------
+
+
+def test_a_mutant_graded_twice_gets_the_same_grade_and_nothing_is_written_beside_the_tests(tmp_path):
+    """The day45 checks explore with hypothesis inside the grader's own pytest run: the smallest
+    failing input, and so every message, is the same on every grading, and hypothesis leaves no
+    example database (.hypothesis) in the exercise's folder."""
+    from grader.exercises import EXERCISES_DIR
+    from grader.grading import grade
+    from grader.mutants import apply_mutant, load_mutants
+
+    mutant = next(m for m in load_mutants() if m.id == "causal-bottom-right")
+    path = apply_mutant(mutant, "day45-attention", tmp_path / "submission")
+    before = sorted(p.name for p in (EXERCISES_DIR / "day45-attention").rglob("*"))
+    first, second = grade("day45-attention", path), grade("day45-attention", path)
+    failed = [(c.id, c.message, c.evidence) for c in first.checks if not c.passed]
+    assert failed and failed == [(c.id, c.message, c.evidence) for c in second.checks if not c.passed]
+    shown = dict((cid, message) for cid, message, _ in failed)["causal-attention-matches-reference"]
+    assert "Smallest failing input of scaled_dot_product_attention found" in shown
+    assert "sees the keys after key 0" in shown or "aligned to the last key (bottom-right)" in shown
+    assert sorted(p.name for p in (EXERCISES_DIR / "day45-attention").rglob("*")) == before
+    assert not list(EXERCISES_DIR.rglob(".hypothesis"))
