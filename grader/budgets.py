@@ -3,7 +3,9 @@
     budget = max(CALL_FLOOR_SECONDS, CALL_BUDGET_FACTOR x the reference's seconds for the same call)
 
 The reference counterpart of a call is found in the trusted process, never from the jail's data:
-`data.make_xy(chunk)` is `reference_model.data.make_xy(chunk)`; a learner object has a twin built
+`data.make_xy(chunk)` is `reference_model.data.make_xy(chunk)` (a module the reference package
+lacks, like the bug hunt's `bughunt`, is the exercise's own solution file: trusted course code,
+imported here once, never the learner's); a learner object has a twin built
 by replaying, on the reference side, the calls that made it (`attention.MultiHeadAttention(8, 2)`,
 then `gpt.GPT(gpt.GPTConfig(...))`), and a call on the object is the same call on its twin; a
 non-learner module the hidden tests reach through the jail (`torch.Generator()`) is this
@@ -19,15 +21,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import importlib.util
 import math
 import random
+import signal
 import sys
+import threading
 import time
+from pathlib import Path
 
 import torch
 
 from grader.jail.wire import Handle
-from grader.limits import CALL_BUDGET_FACTOR, CALL_FLOOR_SECONDS
+from grader.limits import CALL_BUDGET_FACTOR, CALL_FLOOR_SECONDS, CALL_TIMING_SECONDS
 
 REFERENCE_PACKAGE = "reference_model"
 # modules other than the learner's that hidden tests reach through the jail: their counterpart
@@ -38,9 +44,12 @@ _NO_TWIN = object()
 
 
 class CallBudgets:
-    def __init__(self, modules, call_seconds: float):
+    def __init__(self, modules, call_seconds: float, solution_dir: Path | None = None):
+        """solution_dir: the exercise's solution folder, the counterpart of a learner module
+        that `reference_model` lacks (None: such a module has no counterpart)."""
         self.modules = frozenset(modules)
         self.call_seconds = float(call_seconds)
+        self.solution_dir = solution_dir
         self._seconds: dict[tuple, float] = {}  # call signature -> budget
         self._recipes: dict[tuple[int, int], tuple[dict, list, dict]] = {}  # (jail, handle) -> made by
         self._twins: dict[tuple[int, int], object] = {}
@@ -80,11 +89,16 @@ class CallBudgets:
 
     # -- internals --------------------------------------------------------------------------
     def _measure(self, run) -> float:
-        """max(floor, factor x the reference's seconds); call_seconds when there is no counterpart."""
+        """max(floor, factor x the reference's seconds); call_seconds when there is no counterpart,
+        or when the reference's work runs past CALL_TIMING_SECONDS (timing it to the end would
+        cost the grader that work again, e.g. the bug hunt solution's whole train())."""
         with _same_random_state():
             started = time.perf_counter()
             try:
-                found = run()
+                with _stopped_after(CALL_TIMING_SECONDS):
+                    found = run()
+            except _TimingStopped:
+                return self.call_seconds
             except Exception:  # noqa: BLE001 - the reference raising (on bad input) is its answer too
                 found = True
             seconds = time.perf_counter() - started
@@ -120,10 +134,10 @@ class CallBudgets:
         if "module" in target:
             module = str(target["module"])
             if module in self.modules:
-                try:
-                    obj = importlib.import_module(f"{REFERENCE_PACKAGE}.{module}")
-                except ImportError:
+                found = _reference_module(module, self.solution_dir)
+                if found is None:
                     return _NO_TWIN
+                obj = found
             elif module in SHARED_MODULES and module in sys.modules:
                 obj = sys.modules[module]
             else:
@@ -188,6 +202,30 @@ class CallBudgets:
         return (self._signature(generation, target), _signature(args, made_by), _signature(kwargs, made_by))
 
 
+@functools.lru_cache(maxsize=32)
+def _reference_module(module: str, solution_dir: Path | None):
+    """The trusted counterpart of learner module `module`: reference_model's, else the exercise
+    solution's file of that name (imported under a private name, its `__main__` block not run)."""
+    try:
+        return importlib.import_module(f"{REFERENCE_PACKAGE}.{module}")
+    except ImportError:
+        pass
+    path = None if solution_dir is None else solution_dir / f"{module}.py"
+    if solution_dir is None or path is None or not path.is_file():
+        return None
+    private = f"_grader_solution_{solution_dir.parent.name}_{module}"
+    spec = importlib.util.spec_from_file_location(private, path)
+    if spec is None or spec.loader is None:
+        return None
+    found = importlib.util.module_from_spec(spec)
+    try:
+        with _same_random_state():
+            spec.loader.exec_module(found)
+    except Exception:  # noqa: BLE001 - a solution that does not import alone: no counterpart
+        return None
+    return found
+
+
 def _signature(value, made_by, depth: int = 0):
     """What a call's time depends on: tensors by shape and dtype, a learner object by the call
     that made it (`made_by(handle id)`), other values as they are (small ones), containers item
@@ -230,6 +268,31 @@ def _seconds_per_step(model: torch.nn.Module, batch_size: int, block_size: int) 
             return STEP_PER_FORWARD * (time.perf_counter() - started)
     except Exception:  # noqa: BLE001 - a twin that does not fit the loop: no counterpart
         return None
+
+
+class _TimingStopped(BaseException):
+    """Raised into a reference call that ran past CALL_TIMING_SECONDS (a BaseException, so the
+    reference's own `except Exception` cannot swallow it)."""
+
+
+@contextlib.contextmanager
+def _stopped_after(seconds: float):
+    """Stop the block with _TimingStopped after `seconds` of wall time (a SIGALRM timer; only in
+    the main thread, where signals are delivered: elsewhere the block runs to its end)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TimingStopped
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @contextlib.contextmanager

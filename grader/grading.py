@@ -95,6 +95,7 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
         files=submitted.files,
         names=names,
         problems=submitted.problems,
+        solution_dir=exercise_dir(exercise.id) / "solution",
     )
     session.toml = submitted.toml
     try:

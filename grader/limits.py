@@ -38,6 +38,8 @@ For every exercise:
     CALL_FLOOR_SECONDS            2         one call into the jail, at least (its budget is
     CALL_BUDGET_FACTOR            20        max(floor, factor x the reference's time for the
                                             same call); no reference counterpart: call_seconds
+    CALL_TIMING_SECONDS           0.5       timing a reference call stops after this: longer
+                                            work gets call_seconds (timing costs no more)
     STACK_SAMPLE_SECONDS          0.2       a call over budget: the wait for its stack sample
     STACK_SAMPLE_BYTES            16 KiB    ... the bytes of it read (learner text)
     STACK_FRAMES                  3         ... the learner's frames kept, innermost first
@@ -154,6 +156,7 @@ JAIL_READY_SECONDS = 30.0  # a jail's start-up, when call_seconds is longer
 # -- time per call (grader.budgets): max(floor, factor x the reference's own time for that call) --
 CALL_FLOOR_SECONDS = 2.0  # any call into the jail may take this long, however fast the reference
 CALL_BUDGET_FACTOR = 20.0  # ... or this many times the reference's time for the same call
+CALL_TIMING_SECONDS = 0.5  # a reference call timed no longer than this (the bug hunt's whole train())
 STACK_SAMPLE_SECONDS = 0.2  # a call over budget: how long the jail's stack sample is waited for
 STACK_SAMPLE_BYTES = 16 * KiB  # ... and read of it (the text is the learner's)
 STACK_FRAMES = 3  # the learner's frames kept from it, innermost first

@@ -90,11 +90,14 @@ class SubmissionSession:
         files: dict[str, bytes] | None = None,
         names: dict[str, list[str]] | None = None,
         problems: dict[str, Message] | None = None,
+        solution_dir: Path | None = None,
     ):
         """root: a folder holding the learner's files; or None, with `files` (name -> bytes).
         names: {module: [name]} that SPEC asks each module to define; see `missing`.
         problems: learner file name -> why that file cannot be used (SubmittedFiles.problems):
-        such a module is not imported, and the checks that reach it fail with the problem."""
+        such a module is not imported, and the checks that reach it fail with the problem.
+        solution_dir: the exercise's solution, timed for calls `reference_model` has no
+        counterpart of (see grader.budgets)."""
         freeze_long_lived_objects()
         self.root = Path(root) if root is not None else None
         self.modules = list(modules)
@@ -122,7 +125,7 @@ class SubmissionSession:
         self.broken: dict[str, Message] = {
             m: self.problems[f"{m}.py"] for m in self.modules if f"{m}.py" in self.problems
         }
-        self.budgets = CallBudgets(self.modules, limits.call_seconds)
+        self.budgets = CallBudgets(self.modules, limits.call_seconds, solution_dir)
 
     # -- jail lifecycle ---------------------------------------------------------------------------------
     def budget_left(self) -> float:

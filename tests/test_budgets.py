@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 import reference_model as ref
-from grader.budgets import CallBudgets
+from grader.budgets import CallBudgets, _reference_module
 from grader.grading import grade
 from grader.jail.client import learner_frames
 from grader.jail.wire import Handle
@@ -156,6 +156,35 @@ def test_a_call_is_budgeted_from_its_reference_counterpart():
     before = dict(budgets._seconds)
     budgets.for_call(0, {"module": "data", "path": ["make_xy"]}, [torch.arange(20, 40)], {})
     assert budgets._seconds == before
+
+
+def test_a_module_the_reference_package_lacks_is_budgeted_from_the_exercise_solution():
+    # the bug hunt's `bughunt` has no reference_model counterpart: its solution file is the one
+    q, k, v = (torch.randn(2, 4, 6, 8) for _ in range(3))
+    target = {"module": "bughunt", "path": ["attention"]}
+    without = CallBudgets(["bughunt"], call_seconds=60)
+    assert without.for_call(0, target, [q, k, v], {}) == 60
+    rng = torch.get_rng_state()
+    timed = CallBudgets(["bughunt"], call_seconds=60, solution_dir=EXERCISES / "day49-bughunt" / "solution")
+    assert timed.for_call(0, target, [q, k, v], {}) == CALL_FLOOR_SECONDS
+    assert torch.equal(torch.get_rng_state(), rng)  # importing and timing it drew nothing
+    # a learner object of that module: its twin is the solution's class, built the same way
+    timed.for_call(0, {"module": "bughunt", "path": ["GPTConfig"]}, [], {})
+    timed.made(0, Handle(1, "GPTConfig"), {"module": "bughunt", "path": ["GPTConfig"]}, [], {})
+    timed.made(0, Handle(2, "Block"), {"module": "bughunt", "path": ["Block"]}, [Handle(1, "GPTConfig")], {})
+    assert type(timed._twin(0, 2)).__name__ == "Block"
+    assert CALL_FLOOR_SECONDS <= timed.for_call(0, {"handle": 2, "path": []}, [torch.randn(2, 7, 32)], {}) < 60
+
+
+def test_a_reference_call_is_timed_no_longer_than_the_timing_cap(tmp_path):
+    # work longer than CALL_TIMING_SECONDS is not run to its end just to be timed: call_seconds
+    (tmp_path / "slow.py").write_text(
+        "import time\nfinished = False\n\n"
+        "def work():\n    global finished\n    time.sleep(5)\n    finished = True\n"
+    )
+    budgets = CallBudgets(["slow"], call_seconds=60, solution_dir=tmp_path)
+    assert budgets.for_call(0, {"module": "slow", "path": ["work"]}, [], {}) == 60
+    assert _reference_module("slow", tmp_path).finished is False  # stopped, not waited for
 
 
 def test_the_grader_asks_for_the_stack_on_the_signal_the_jail_listens_to():
