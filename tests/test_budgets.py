@@ -60,7 +60,8 @@ def test_a_loop_in_a_helper_of_make_xy_fails_only_the_make_xy_checks_and_says_wh
     for c in timed_out:  # every one in a fresh jail, each stopped where the loop is
         assert c.symptoms == ["timeout"]
         assert "make_xy" in c.message and f"{CALL_FLOOR_SECONDS:g} s budget" in c.message
-        assert f"wait_for_data at data.py line {loop}" in c.message
+        # the sample lands on `while True:` or on its `pass`: both are the loop
+        assert any(f"wait_for_data at data.py line {n}" in c.message for n in (loop, loop + 1))
         assert f"called from make_xy at data.py line {call}" in c.message
     # get_batch and lm_loss never call make_xy: they run, after the timeout too, and pass
     assert [c.id for c in g.checks if c.passed] == [c.id for c in g.checks if not c.id.startswith("make-xy")]

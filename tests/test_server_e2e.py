@@ -52,7 +52,7 @@ def plant_edition(folder: Path) -> Path:
     shutil.copytree(EXERCISES, edition, ignore=shutil.ignore_patterns("__pycache__"))
     hidden = edition / CODE / "hidden" / "test_attention.py"
     text = hidden.read_text(encoding="utf-8")
-    line = '            fail(msg("changing tokens after position {t} changed outputs at positions <= {t}: "'
+    line = '        fail(msg("changing tokens after position {t} changed outputs at positions <= {t}: "'
     assert text.count(line) == 1
     text = text.replace(line, f"{line}  # {PLANTS['hidden test']}")
     hidden.write_text(f"# {PLANTS['hidden test']}\n{text}", encoding="utf-8")

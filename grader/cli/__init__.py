@@ -69,6 +69,8 @@ GRADING_IMPORTS = (
     "fastapi",
     "uvicorn",
     "packaging",
+    "einops",
+    "jaxtyping",
 )
 # ... and a ModuleNotFoundError for one of these (or what they bring) still means that install
 GRADING_MODULES = frozenset({*GRADING_IMPORTS, "markupsafe", "_pytest", "pluggy", "dask", "starlette"})
