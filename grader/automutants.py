@@ -209,3 +209,102 @@ def same_code(a: types.CodeType, b: types.CodeType) -> bool:
         elif type(x) is not type(y) or x != y:
             return False
     return True
+
+
+def exercise_mutants(exercise_id: str) -> list[AutoMutant]:
+    """Every mutant of every solution file of the exercise, in a stable order."""
+    from exercises import EXERCISES_DIR
+
+    found = []
+    for path in sorted((EXERCISES_DIR / exercise_id / "solution").glob("*.py")):
+        found += mutants_of_source(path.name, path.read_text())
+    return found
+
+
+def select(mutants: list[AutoMutant], budget: int | None) -> list[AutoMutant]:
+    """At most `budget` mutants: round-robin over (operator, file) groups, each group in id
+    order, so a small budget still covers every operator and file; deterministic."""
+    if budget is None or budget >= len(mutants):
+        return mutants
+    groups: dict[tuple[str, str], list[AutoMutant]] = {}
+    for m in sorted(mutants, key=lambda m: m.id):
+        groups.setdefault((m.operator, m.file), []).append(m)
+    chosen: list[AutoMutant] = []
+    queues = [groups[k] for k in sorted(groups)]
+    while len(chosen) < budget:
+        for queue in queues:
+            if queue and len(chosen) < budget:
+                chosen.append(queue.pop(0))
+    return chosen
+
+
+class MutantResult(BaseModel):
+    mutant: AutoMutant
+    killed: bool
+    score: float
+    max_score: float
+
+
+def grade_mutant(job: tuple[str, AutoMutant]) -> MutantResult:
+    """Grade the solution with this mutant applied, through the normal learner path."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from grader.errors import UsageError
+    from exercises import EXERCISES_DIR
+    from grader.grading import grade
+
+    exercise_id, mutant = job
+    with tempfile.TemporaryDirectory(prefix="grader-automut-") as tmp:
+        target = Path(tmp) / "submission"
+        shutil.copytree(EXERCISES_DIR / exercise_id / "solution", target)
+        (target / mutant.file).write_text(mutant.source + "\n")
+        try:
+            g = grade(exercise_id, target)
+        except UsageError:  # unimportable or unreadable: the learner path refuses it, a kill
+            return MutantResult(mutant=mutant, killed=True, score=0, max_score=0)
+    return MutantResult(
+        mutant=mutant, killed=g.score < g.max_score, score=g.score, max_score=g.max_score
+    )
+
+
+class AutoReport(BaseModel):
+    exercise: str
+    killed: int
+    survived: int
+    likely_equivalent: int = 0  # not yet measured (needs the replay core)
+    reviewed_equivalent: int = 0  # not yet read (equivalents.toml)
+    raw: float
+    adjusted: float
+    by_operator: dict[str, dict[str, int]]
+    survivors: list[AutoMutant]
+    seconds: float
+
+
+def auto_score(exercise_id: str, budget: int | None = None, workers: int = 2) -> AutoReport:
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    start = time.monotonic()
+    chosen = select(exercise_mutants(exercise_id), budget)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        results = list(pool.map(grade_mutant, [(exercise_id, m) for m in chosen]))
+    by_operator: dict[str, dict[str, int]] = {}
+    for r in results:
+        row = by_operator.setdefault(r.mutant.operator, {"killed": 0, "survived": 0})
+        row["killed" if r.killed else "survived"] += 1
+    killed = sum(r.killed for r in results)
+    graded = len(results)
+    raw = killed / graded if graded else 1.0
+    return AutoReport(
+        exercise=exercise_id,
+        killed=killed,
+        survived=graded - killed,
+        raw=raw,
+        adjusted=raw,
+        by_operator=by_operator,
+        survivors=[r.mutant for r in results if not r.killed],
+        seconds=round(time.monotonic() - start, 1),
+    )

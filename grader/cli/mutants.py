@@ -50,3 +50,29 @@ def mutants_verify(exercise, workers):
         f"{'all as expected' if not bad else f'{len(bad)} NOT as expected'}"
     )
     sys.exit(EXIT_FAIL if bad else EXIT_PASS)
+
+
+@mutants.command("auto")
+@click.argument("exercise")
+@click.option(
+    "--budget",
+    type=click.IntRange(1),
+    help="At most N mutants: round-robin over (operator, file) groups, each in id order.",
+)
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def mutants_auto(exercise, budget, workers, fmt):
+    """Grade generated first-order mutants of the solution; exit 1 if the score is below 0.95."""
+    from grader.automutants import auto_score
+
+    get_exercise(exercise)
+    report = auto_score(exercise, budget, workers)
+    if fmt == "json":
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        for op, row in sorted(report.by_operator.items()):
+            click.echo(f"{op:20} killed {row['killed']:4}  survived {row['survived']:4}")
+        for m in report.survivors:
+            click.echo(f"\nSURVIVOR {m.id}\n{m.diff}")
+        click.echo(f"\nraw {report.raw:.3f}  adjusted {report.adjusted:.3f}  {report.seconds}s")
+    sys.exit(EXIT_PASS if report.adjusted >= 0.95 else EXIT_FAIL)
