@@ -251,8 +251,8 @@ def grade_mutant(job: tuple[str, AutoMutant]) -> MutantResult:
     import tempfile
     from pathlib import Path
 
-    from grader.errors import UsageError
     from exercises import EXERCISES_DIR
+    from grader.errors import UsageError
     from grader.grading import grade
 
     exercise_id, mutant = job
@@ -264,9 +264,7 @@ def grade_mutant(job: tuple[str, AutoMutant]) -> MutantResult:
             g = grade(exercise_id, target)
         except UsageError:  # unimportable or unreadable: the learner path refuses it, a kill
             return MutantResult(mutant=mutant, killed=True, score=0, max_score=0)
-    return MutantResult(
-        mutant=mutant, killed=g.score < g.max_score, score=g.score, max_score=g.max_score
-    )
+    return MutantResult(mutant=mutant, killed=g.score < g.max_score, score=g.score, max_score=g.max_score)
 
 
 class AutoReport(BaseModel):
