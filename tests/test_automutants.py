@@ -53,3 +53,22 @@ def test_identical_code_mutant_is_dropped():
     # here: swapping equal arguments compiles to the same code and must be dropped.
     ms = mutants_of_source("g.py", "def g(a):\n    return max(a, a)\n")
     assert not [m for m in ms if m.operator == "swapped-arguments"]
+
+
+def test_budget_spreads_over_operators_and_is_deterministic():
+    from grader.automutants import exercise_mutants, select
+
+    ms = exercise_mutants("day49-data")
+    chosen = select(ms, 7)
+    assert len(chosen) == 7
+    assert len({m.operator for m in chosen}) == 7  # day49-data has 7 operators
+    assert [m.id for m in select(ms, 7)] == [m.id for m in chosen]
+
+
+def test_auto_score_end_to_end_grades_through_the_learner_path():
+    from grader.automutants import auto_score
+
+    report = auto_score("day49-data", budget=3, workers=2)
+    assert report.killed + report.survived == 3
+    assert 0 <= report.raw <= 1 and report.adjusted == report.raw
+    assert all(m.diff.startswith("--- a/") for m in report.survivors)
