@@ -499,7 +499,7 @@ def mutation_floor(exercise_id: str) -> float:
 
 # -- grading (in a spawn pool) and the cache ----------------------------------------------------
 class MutantResult(BaseModel):
-    """One mutant's verdict, cached; `equivalent` and `input` are filled for a survivor."""
+    """One mutant's verdict (cached); `equivalent` and `input` are filled for a survivor."""
 
     mutant: AutoMutant
     killed: bool
@@ -539,17 +539,22 @@ def cache_dir() -> Path:
 
 
 def inputs_key(exercise_id: str) -> str:
-    """What a verdict depends on besides the mutant: solution files, hidden tests, grader."""
-    from grader import __version__
+    """What a verdict depends on besides the mutant: the solution files, hidden tests and
+    exercise.toml, and the grader (its version and its own sources: a commit changes it)."""
+    import grader
     from grader.exercises import exercise_dir
 
-    h = hashlib.sha256(__version__.encode())
+    h = hashlib.sha256(grader.__version__.encode())
+    package = Path(grader.__file__).parent
     root = exercise_dir(exercise_id)
-    for path in sorted(
-        [*(root / "solution").rglob("*"), *(root / "hidden").rglob("*"), root / "exercise.toml"]
-    ):
+    paths = [
+        *((p, package) for p in sorted(package.rglob("*.py"))),
+        *((p, root) for p in sorted([*(root / "solution").rglob("*"), *(root / "hidden").rglob("*")])),
+        (root / "exercise.toml", root),
+    ]
+    for path, base in paths:
         if path.is_file() and "__pycache__" not in path.parts:
-            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+            h.update(str(path.relative_to(base)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:24]
 
 
@@ -628,30 +633,77 @@ def _brief_outcome(outcome) -> str:
     return _brief(value)
 
 
+class SolutionReplay(BaseModel):
+    """The solution's answers to the grader's requests (float64, with gradients), per check, and
+    the lines of its files that those requests (and its import) ran: computed once per run."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    events: dict[str, list]  # check -> its comparable events
+    outcomes: dict[str, list]  # check -> the solution's Outcome per event
+    reached: set[tuple[str, int]]  # (file, line)
+
+
+def replay_solution(exercise_id: str, trace: Mapping[str, list], files: Mapping[str, str]) -> SolutionReplay:
+    import sys
+
+    from grader.replay import counterpart, replay
+
+    key = f"automut/{exercise_id}/solution/{time.monotonic_ns()}"  # a fresh import, traced
+    prefix = f"<{key}>/"
+    reached: set[tuple[str, int]] = set()
+
+    def tracer(frame, event, arg):
+        name = frame.f_code.co_filename
+        if not name.startswith(prefix):
+            return None
+        reached.add((name.removeprefix(prefix), frame.f_lineno))
+
+        def lines(frame, event, arg):
+            reached.add((name.removeprefix(prefix), frame.f_lineno))
+            return lines
+
+        return lines
+
+    events = {c: [e for e in es if e.outcome is not None or e.op == "load"] for c, es in trace.items()}
+    outcomes: dict[str, list] = {}
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        modules = counterpart(files, key)
+        if modules is None:
+            raise RuntimeError(f"{exercise_id}: the solution does not import in process")
+        for check, evs in events.items():
+            outcomes[check] = replay(evs, modules, float64=True, gradients=True, seconds=REPLAY_SECONDS)
+    finally:
+        sys.settrace(previous)
+    return SolutionReplay(events=events, outcomes=outcomes, reached=reached)
+
+
 def distinguish(
-    exercise_id: str, mutant: AutoMutant, trace: Mapping[str, list], files: Mapping[str, str]
+    exercise_id: str, mutant: AutoMutant, solution: SolutionReplay, files: Mapping[str, str]
 ) -> tuple[bool, str | None]:
     """(likely equivalent, the input telling it apart): the checks' recorded requests replayed
-    on the solution and on the mutant, in float64 with gradients; the first that differs."""
+    on the mutant, in float64 with gradients, against the solution's answers; the first that
+    differs. A mutant on a line no request (nor the import) runs is not equivalent: untested."""
     from grader.replay import counterpart, replay, same
 
-    solution = counterpart(files, f"automut/{exercise_id}/solution")
+    if (mutant.file, mutant.line) not in solution.reached:
+        return False, f"no grader input reaches {mutant.file} line {mutant.line}"
     mutated = counterpart({**files, mutant.file: mutant.source}, f"automut/{exercise_id}/{mutant.id}")
-    if solution is None:
-        raise RuntimeError(f"{exercise_id}: the solution does not import in process")
     if mutated is None:
         return False, "the mutant does not import"
     deadline = time.monotonic() + REPLAY_SECONDS
-    for check, all_events in trace.items():
-        events = [e for e in all_events if e.outcome is not None or e.op == "load"]
+    for check, events in solution.events.items():
         if not events:
             continue
-        left = max(deadline - time.monotonic(), 1.0)
         try:
-            ours = replay(events, solution, float64=True, gradients=True, seconds=left)
-            theirs = replay(events, mutated, float64=True, gradients=True, seconds=left)
+            theirs = replay(
+                events, mutated, float64=True, gradients=True, seconds=max(deadline - time.monotonic(), 1.0)
+            )
         except TimeoutError:
             return False, f"{check}: the replay ran out of time"
+        ours = solution.outcomes[check]
         for event, a, b in zip(events, ours, theirs, strict=False):
             if not same(a, b):
                 told = f"solution {_brief_outcome(a)}, mutant {_brief_outcome(b)}"
@@ -778,14 +830,14 @@ def auto_score(
                 done[r.mutant.id] = r
                 if progress:
                     progress(r)
-    unreplayed = [r for r in done.values() if not r.killed and r.equivalent is None]
-    if unreplayed:
-        trace = solution_trace(exercise_id)
+    survived = [r for r in done.values() if not r.killed and r.equivalent is None]  # not yet replayed
+    if survived:
         files = solution_files(exercise_id)
-        for r in unreplayed:
-            equivalent, found = distinguish(exercise_id, r.mutant, trace, files)
+        solution = replay_solution(exercise_id, solution_trace(exercise_id), files)
+        for r in survived:
+            equivalent, found = distinguish(exercise_id, r.mutant, solution, files)
             done[r.mutant.id] = r.model_copy(update={"equivalent": equivalent, "input": found})
-    for mid in {m.id for m in todo} | {r.mutant.id for r in unreplayed}:
+    for mid in {m.id for m in todo} | {r.mutant.id for r in survived}:
         store.put(done[mid])
     results = [done[m.id] for m in chosen]
     return summarize(exercise_id, generated, results, reviewed, floor, time.monotonic() - start)
