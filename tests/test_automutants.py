@@ -211,12 +211,18 @@ def test_auto_score_end_to_end_grades_caches_and_replays(tmp_path, monkeypatch):
 
 
 def test_distinguishing_input_names_the_call_that_tells_a_mutant_apart():
-    from grader.automutants import distinguish, exercise_mutants, solution_files
+    from grader.automutants import distinguish, exercise_mutants, replay_solution, solution_files
     from grader.grading import solution_trace
 
+    files = solution_files("day49-data")
+    solution = replay_solution("day49-data", solution_trace("day49-data"), files)
     shifted = next(m for m in exercise_mutants("day49-data") if m.operator == "target-shift")
-    equivalent, found = distinguish(
-        "day49-data", shifted, solution_trace("day49-data"), solution_files("day49-data")
-    )
+    equivalent, found = distinguish("day49-data", shifted, solution, files)
     assert not equivalent
     assert found is not None and "data.make_xy(" in found and "solution" in found and "mutant" in found
+    # a line the grader's requests never run is untested, not equivalent
+    unreached = shifted.model_copy(update={"line": len(files["data.py"].splitlines()) + 5})
+    assert distinguish("day49-data", unreached, solution, files) == (
+        False,
+        f"no grader input reaches data.py line {unreached.line}",
+    )
