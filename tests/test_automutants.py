@@ -226,3 +226,17 @@ def test_distinguishing_input_names_the_call_that_tells_a_mutant_apart():
         False,
         f"no grader input reaches data.py line {unreached.line}",
     )
+
+
+@pytest.mark.parametrize(
+    "args,named",
+    [(["nonexistent-ex"], "EXERCISE"), (["day49-data", "--budget", "0"], "--budget")],
+)
+def test_cli_bad_input_is_one_clean_error_exit_2(args, named):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    result = CliRunner().invoke(main, ["mutants", "auto", *args])
+    assert result.exit_code == 2
+    assert named in result.output
