@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from grader.errors import UsageError
 
 DEFAULT_FLOOR = 0.95
-REPLAY_SECONDS = 60.0  # per survivor, both replays: a mutant that loops in-process is stopped
+REPLAY_SECONDS = 120.0  # per check replayed: a mutant that loops in-process is stopped
 
 ARITH_SWAPS: dict[type, list[type]] = {
     ast.Add: [ast.Sub],
@@ -507,6 +507,7 @@ class MutantResult(BaseModel):
     max_score: float
     equivalent: bool | None = None  # outputs and gradients the solution's on the grader's inputs
     input: str | None = None  # the first replayed request whose answer tells it apart
+    replayed_by: str | None = None  # the replay_key of the code that replayed it
     cached: bool = False
 
 
@@ -539,8 +540,9 @@ def cache_dir() -> Path:
 
 
 def inputs_key(exercise_id: str) -> str:
-    """What a verdict depends on besides the mutant: the solution files, hidden tests and
-    exercise.toml, and the grader (its version and its own sources: a commit changes it)."""
+    """What a grade depends on besides the mutant: the solution files, hidden tests and
+    exercise.toml, and the grader (its version and its own sources, this module's aside: it
+    does not grade)."""
     import grader
     from grader.exercises import exercise_dir
 
@@ -553,16 +555,29 @@ def inputs_key(exercise_id: str) -> str:
         (root / "exercise.toml", root),
     ]
     for path, base in paths:
-        if path.is_file() and "__pycache__" not in path.parts:
+        if path.is_file() and "__pycache__" not in path.parts and path != Path(__file__):
             h.update(str(path.relative_to(base)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:24]
 
 
-class Cache:
-    """Results by (inputs key, mutant source); None as the folder: nothing kept."""
+def replay_key() -> str:
+    """What a survivor's replay verdict depends on besides the grade's inputs: this module and
+    the replay core (an edit of either redoes the replays, not the grading)."""
+    import grader.jail.worker
+    import grader.replay
 
-    def __init__(self, folder: Path | None, key: str):
-        self.folder, self.key = folder, key
+    h = hashlib.sha256()
+    for module in (__file__, grader.replay.__file__, grader.jail.worker.__file__):
+        h.update(Path(module).read_bytes())
+    return h.hexdigest()[:24]
+
+
+class Cache:
+    """Results by (inputs key, mutant source); a replay verdict only if made by the current
+    replay_key; None as the folder: nothing kept."""
+
+    def __init__(self, folder: Path | None, key: str, replayed_by: str = ""):
+        self.folder, self.key, self.replayed_by = folder, key, replayed_by
 
     def _path(self, mutant: AutoMutant) -> Path:
         assert self.folder is not None
@@ -576,7 +591,10 @@ class Cache:
             result = MutantResult.model_validate_json(self._path(mutant).read_text())
         except (OSError, ValueError):
             return None
-        return result.model_copy(update={"mutant": mutant, "cached": True})
+        update: dict = {"mutant": mutant, "cached": True}
+        if result.replayed_by != self.replayed_by:
+            update |= {"equivalent": None, "input": None}
+        return result.model_copy(update=update)
 
     def put(self, result: MutantResult) -> None:
         if self.folder is None:
@@ -584,7 +602,8 @@ class Cache:
         path = self._path(result.mutant)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(result.model_copy(update={"cached": False}).model_dump_json())
+        kept = result.model_copy(update={"cached": False, "replayed_by": self.replayed_by})
+        tmp.write_text(kept.model_dump_json())
         tmp.replace(path)
 
 
@@ -640,7 +659,7 @@ class SolutionReplay(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     events: dict[str, list]  # check -> its comparable events
-    outcomes: dict[str, list]  # check -> the solution's Outcome per event
+    outcomes: dict[str, list | None]  # check -> the solution's Outcome per event (None: timed out)
     reached: set[tuple[str, int]]  # (file, line)
 
 
@@ -665,8 +684,10 @@ def replay_solution(exercise_id: str, trace: Mapping[str, list], files: Mapping[
 
         return lines
 
+    import torch._dynamo  # noqa: F401 - an optimizer imports it lazily, which fails inside a replay
+
     events = {c: [e for e in es if e.outcome is not None or e.op == "load"] for c, es in trace.items()}
-    outcomes: dict[str, list] = {}
+    outcomes: dict[str, list | None] = {}  # None: the replay ran out of time
     previous = sys.gettrace()
     sys.settrace(tracer)
     try:
@@ -674,7 +695,10 @@ def replay_solution(exercise_id: str, trace: Mapping[str, list], files: Mapping[
         if modules is None:
             raise RuntimeError(f"{exercise_id}: the solution does not import in process")
         for check, evs in events.items():
-            outcomes[check] = replay(evs, modules, float64=True, gradients=True, seconds=REPLAY_SECONDS)
+            try:
+                outcomes[check] = replay(evs, modules, float64=True, gradients=True, seconds=REPLAY_SECONDS)
+            except TimeoutError:
+                outcomes[check] = None
     finally:
         sys.settrace(previous)
     return SolutionReplay(events=events, outcomes=outcomes, reached=reached)
@@ -693,23 +717,27 @@ def distinguish(
     mutated = counterpart({**files, mutant.file: mutant.source}, f"automut/{exercise_id}/{mutant.id}")
     if mutated is None:
         return False, "the mutant does not import"
-    deadline = time.monotonic() + REPLAY_SECONDS
+    uncompared = []  # checks whose replay (the solution's or the mutant's) ran out of time
     for check, events in solution.events.items():
+        ours = solution.outcomes[check]
         if not events:
             continue
+        if ours is None:
+            uncompared.append(check)
+            continue
         try:
-            theirs = replay(
-                events, mutated, float64=True, gradients=True, seconds=max(deadline - time.monotonic(), 1.0)
-            )
+            theirs = replay(events, mutated, float64=True, gradients=True, seconds=REPLAY_SECONDS)
         except TimeoutError:
-            return False, f"{check}: the replay ran out of time"
-        ours = solution.outcomes[check]
+            uncompared.append(check)
+            continue
         for event, a, b in zip(events, ours, theirs, strict=False):
             if not same(a, b):
                 told = f"solution {_brief_outcome(a)}, mutant {_brief_outcome(b)}"
                 return False, f"{describe_event(check, event)}: {told}"
         if len(ours) != len(theirs):
             return False, f"{check}: the mutant stopped after {len(theirs)} of {len(ours)} requests"
+    if uncompared:  # not shown equal everywhere: a survivor, with no input found
+        return False, None
     return True, None
 
 
@@ -819,7 +847,7 @@ def auto_score(
     floor = mutation_floor(exercise_id)
     generated = exercise_mutants(exercise_id)
     chosen = select(generated, budget)
-    store = Cache(cache_dir() if cache else None, inputs_key(exercise_id))
+    store = Cache(cache_dir() if cache else None, inputs_key(exercise_id), replay_key())
     done = {m.id: r for m in chosen if (r := store.get(m)) is not None}
     todo = [m for m in chosen if m.id not in done]
     if todo:
