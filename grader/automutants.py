@@ -684,8 +684,6 @@ def replay_solution(exercise_id: str, trace: Mapping[str, list], files: Mapping[
 
         return lines
 
-    import torch._dynamo  # noqa: F401 - an optimizer imports it lazily, which fails inside a replay
-
     events = {c: [e for e in es if e.outcome is not None or e.op == "load"] for c, es in trace.items()}
     outcomes: dict[str, list | None] = {}  # None: the replay ran out of time
     previous = sys.gettrace()

@@ -217,6 +217,10 @@ def _jail_worker() -> ModuleType:
     so a mutant is asked exactly what the learner's code was asked."""
     name = "_grader_replay_worker"
     if name not in sys.modules:
+        # an optimizer imports torch._dynamo lazily, and that import fails half-way inside a
+        # replay (sympy's submodules); the jail's zygote imports it up front too
+        import torch._dynamo  # noqa: F401
+
         saved_path = list(sys.path)
         path = Path(grader.jail.__file__).with_name("worker.py")
         spec = importlib.util.spec_from_file_location(name, path)
