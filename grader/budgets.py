@@ -284,6 +284,9 @@ def stopped_after(seconds: float):
         return
 
     def stop(signum, frame):
+        if _importing(frame):  # stopped mid-import, a module stays half-made in sys.modules
+            signal.setitimer(signal.ITIMER_REAL, IMPORT_DEFERRAL_SECONDS)
+            return
         raise TimingStopped
 
     previous = signal.signal(signal.SIGALRM, stop)
@@ -293,6 +296,18 @@ def stopped_after(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+IMPORT_DEFERRAL_SECONDS = 0.01  # a stop that falls inside an import is retried this much later
+
+
+def _importing(frame) -> bool:
+    """Whether the interrupted code is importing a module (an optimizer's lazy torch._dynamo)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextlib.contextmanager

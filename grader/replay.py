@@ -43,7 +43,6 @@ TOLERANCE = {
     torch.float16: 1e-2,
     torch.bfloat16: 5e-2,
 }
-TRAINING_TOLERANCE = 2e-2  # losses after many optimizer steps drift further apart
 
 
 @dataclass
@@ -217,10 +216,6 @@ def _jail_worker() -> ModuleType:
     so a mutant is asked exactly what the learner's code was asked."""
     name = "_grader_replay_worker"
     if name not in sys.modules:
-        # an optimizer imports torch._dynamo lazily, and that import fails half-way inside a
-        # replay (sympy's submodules); the jail's zygote imports it up front too
-        import torch._dynamo  # noqa: F401
-
         saved_path = list(sys.path)
         path = Path(grader.jail.__file__).with_name("worker.py")
         spec = importlib.util.spec_from_file_location(name, path)
@@ -261,7 +256,7 @@ def replay(
     outcomes: list[Outcome] = []
     timer = stopped_after(seconds) if seconds else contextlib.nullcontext()
     try:
-        with same_random_state(), _installed(modules), timer:
+        with same_random_state(), _installed(modules), _one_thread(), timer:
             torch.manual_seed(0)
             deadline = time.monotonic() + seconds if seconds else math.inf
             for i, event in enumerate(events):
@@ -274,6 +269,18 @@ def replay(
     except TimingStopped:
         raise TimeoutError("replay ran out of time") from None
     return outcomes
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """One torch thread, as in the jail: the same summation order, so a long training run replayed
+    here ends where the jail's did."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 class _ReplayWorker:
