@@ -370,11 +370,26 @@ def test_split_and_merge_heads(submission):
     explore(head_inputs(), split_and_merge_prop(submission), corners=corners, what="split_heads")
 
 
+# (d_model, n_head) that leave no whole d_k: indivisible, no head at all (d_model % 0 is not a
+# test: it raises ZeroDivisionError), and a negative count (8 % -2 == 0, yet there are no heads)
+BAD_HEADS = [(10, 3), (8, 0), (8, -2)]
+
+
 @check(points=1, rule="api-contract", day=45, title="n_head must divide d_model")
 def test_mha_rejects_indivisible_heads(submission):
-    exc = expect_raises(lambda: submission.attention.MultiHeadAttention(10, 3), "ValueError",
-                        "MultiHeadAttention(d_model=10, n_head=3)",
-                        hint=msg("d_k = d_model // n_head must be a whole number."))
+    hint = msg("d_k = d_model // n_head must be a whole number, and n_head at least 1.")
+    for d_model, n_head in BAD_HEADS:
+        exc = expect_raises(lambda: submission.attention.MultiHeadAttention(d_model, n_head),
+                            "ValueError", f"MultiHeadAttention(d_model={d_model}, n_head={n_head})",
+                            hint=hint)
+        expect_names_heads(exc)
+        x = randn(2, 3, d_model, seed=d_model)
+        exc = expect_raises(lambda: submission.attention.split_heads(x, n_head), "ValueError",
+                            f"split_heads(x of shape {tuple(x.shape)}, n_head={n_head})", hint=hint)
+        expect_names_heads(exc)
+
+
+def expect_names_heads(exc):
     # the argument named in any spelling learners' sources use: n_head, num_heads, heads; d_model, embed_dim, dim
     if not any(word in str(exc.learner_message).lower() for word in ("head", "d_model", "dim")):
         fail(msg("the ValueError should name the argument that is wrong (n_head or d_model), got: "

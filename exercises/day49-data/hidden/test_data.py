@@ -500,7 +500,8 @@ def expect_same_batch_for_the_same_seed(submission, data):
                  "torch.randint(..., generator=generator)."), symptoms=["value-mismatch"])
 
 
-@check(points=1, rule="api-contract", day=49, title="data too short for one window is a ValueError")
+@check(points=1, rule="api-contract", day=49,
+       title="data too short for one window, or a size below 1, is a ValueError")
 def test_get_batch_rejects_data_shorter_than_a_window(submission):
     for n_tokens, block_size, as_tensor in [(8, 8, False), (3, 8, False), (0, 4, False), (5, 5, True)]:
         data = torch.arange(n_tokens) if as_tensor else np.arange(n_tokens, dtype=np.int64)
@@ -514,6 +515,21 @@ def test_get_batch_rejects_data_shorter_than_a_window(submission):
         if "data" not in exc.learner_message and "block_size" not in exc.learner_message:
             fail(msg("the ValueError should name the argument that is wrong (data or block_size), "
                      "got: {message}", message=repr(exc.learner_message)))
+    # a size below 1 is a bad argument too (SPEC: bad arguments raise ValueError naming it), though
+    # the data is long enough: no rows (batch_size = 0) or empty windows (block_size = 0) are no batch
+    data = distinct_tokens(40, seed=12)
+    for batch_size, block_size, name in [(0, 8, "batch_size"), (-2, 8, "batch_size"),
+                                         (4, 0, "block_size"), (4, -3, "block_size")]:
+        exc = expect_raises(lambda: submission.data.get_batch(data, batch_size, block_size),
+                            "ValueError",
+                            msg("get_batch(data of 40 tokens, batch_size={batch_size}, "
+                                "block_size={block_size})", batch_size=batch_size,
+                                block_size=block_size),
+                            hint=msg("batch_size and block_size must be at least 1: check them and "
+                                     "raise ValueError naming the argument."))
+        if name.split("_")[0] not in exc.learner_message.lower():   # batch_size, "batch size"
+            fail(msg("the ValueError should name the argument that is wrong ({name}), got: "
+                     "{message}", name=name, message=repr(exc.learner_message)))
 
 
 # -- lm_loss (loss-flattening) ---------------------------------------------------------------------
