@@ -140,14 +140,13 @@ def _distance(learner: Outcome | None, other: Outcome) -> float:
 
 
 def _diagnosis(mutant, check: str) -> Diagnosis:
-    message = getattr(mutant, "message", None)
     return Diagnosis(
         rule=mutant.rule,
         day=mutant.day,
         mutant=mutant.id,
         check=check,
-        message=message.en if message is not None else mutant.description,
-        **({"message_i18n": {"zh-TW": message.zh_TW}} if message is not None else {}),
+        message=mutant.message.en,
+        message_i18n={"en": mutant.message.en, "zh-TW": mutant.message.zh_TW},
     )
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from exercises import EXERCISES_DIR
 from grader.errors import MutantError
 from grader.exercises import read_toml_model
-from grader.models import Grade, Rule
+from grader.models import Grade, Rule, Title
 from mutants import ALTERNATIVES_DIR, MUTANTS_DIR
 
 
@@ -41,7 +41,8 @@ class Mutant(BaseModel):
     day: int
     description: str
     symptoms: list[str] = []  # each must appear in the grade
-    named: bool = False  # the grade's diagnosis must name this mutant
+    # what a learner reads when their code behaves like this mutant, in every language
+    message: Title
     edit: list[Edit]
 
     @property

@@ -118,6 +118,7 @@ def test_a_mutant_is_named_with_its_own_rule_and_message(tmp_path, exercise, mut
     assert named, graded.diagnosis
     failed = {c.id for c in graded.checks if not c.passed}
     assert all(d.check in failed and d.rule == m.rule and d.day == m.day for d in named)
+    assert all(d.message == m.message.en and d.message_i18n["zh-TW"] == m.message.zh_TW for d in named)
 
 
 def test_correct_code_is_named_nothing(tmp_path):
