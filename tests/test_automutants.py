@@ -200,6 +200,8 @@ def test_auto_score_end_to_end_grades_caches_and_replays(tmp_path, monkeypatch):
     boundary = next(m for m in every if m.operator == "comparison" and "if batch_size < 0:" in m.diff)
     shifted = next(m for m in every if m.operator == "target-shift")
     monkeypatch.setattr(A, "exercise_mutants", lambda _ex: [boundary, shifted])
+    # day49-data's equivalents.toml reviews the boundary mutant; here it is to be found unreviewed
+    monkeypatch.setattr(A, "reviewed_equivalents", lambda _ex: [])
     report = A.auto_score("day49-data", workers=2)
     assert report.graded == 2 and report.killed == 1 and report.cache_hits == 0
     assert [s.id for s in report.likely_equivalents + report.survivors] == [boundary.id]
