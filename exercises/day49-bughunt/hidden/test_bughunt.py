@@ -10,10 +10,10 @@ from grader.diagnosis import AcceptedDiagnosis, symptom_letter
 from grader.diagnosis import judge_bug as diagnosis_of_bug
 from grader.fingerprints import (causal_attention, estimate_scale, identify_attention, layer_norm,
                                  scale_label)
-from grader.testkit import (LearnerError, ProbeResult, check, construct, dtype_name, expect_dtype,
-                            expect_shape, expect_tuple, fail, judge_probe, judge_training,
-                            markov_corpus, max_error, msg, reported_curve, tolerance, training_probe,
-                            type_name)
+from grader.testkit import (LEARNED_MARGIN, LearnerError, ProbeResult, check, construct, dtype_name,
+                            expect_close, expect_dtype, expect_shape, expect_tuple, fail, judge_probe,
+                            judge_training, markov_corpus, max_error, msg, reported_curve, tolerance,
+                            training_probe, type_name)
 
 V, BLOCK, D_MODEL, N_HEAD = 100, 16, 32, 4
 D_K = D_MODEL // N_HEAD
@@ -234,12 +234,15 @@ def test_block_is_pre_ln(submission):
 @check(points=3, rule="target-shift", day=49, title="(D) the target is the next token")
 def test_make_xy_shifts_targets(submission):
     # train() hands make_xy tensor slices of the data (get_batch), so chunks are int64 tensors;
-    # the seed's chunk first, then odd and even lengths down to L = 1
+    # the seed's chunk first, then odd and even lengths down to L = 1, and the seed's
+    # chunk = tokens[i : i + L + 1] of a Python list of tokens, which make_xy turns into tensors
     for chunk in (torch.tensor([502, 1204, 33, 991, 88, 7, 64]), torch.arange(20, 0, -1),
-                  torch.tensor([42, 17]), torch.randperm(BLOCK + 1, generator=torch.Generator().manual_seed(49))):
-        what = f"make_xy(chunk = {chunk.tolist()})"    # code: the same in every language
+                  torch.tensor([42, 17]), torch.randperm(BLOCK + 1, generator=torch.Generator().manual_seed(49)),
+                  [5, 81, 23, 64, 9]):
+        what = f"make_xy(chunk = {torch.as_tensor(chunk).tolist()})"    # code: the same in every language
         x, y = expect_tuple(submission.bughunt.make_xy(chunk), 2, what)
         ref_x, ref_y = ref.make_xy(chunk)
+        chunk = torch.as_tensor(chunk)
         if (isinstance(y, torch.Tensor) and len(chunk) > 3 and y.shape == chunk[2:].shape
                 and torch.equal(y.long(), chunk[2:])):
             fail(msg("{what} returns y = chunk[2:]: the targets are shifted twice, so the model "
@@ -261,18 +264,150 @@ def test_make_xy_shifts_targets(submission):
                      x=ref_x.tolist(), y=ref_y.tolist()), symptoms=["value-mismatch"])
 
 
-@check(points=4, rule="target-shift", day=49, title="the fixed model trains honestly",
+def expect_windows(submission, data: torch.Tensor, batch_size: int, block_size: int):
+    """get_batch's rows are windows of `data` of block_size tokens, y the next token of each x."""
+    what = msg("get_batch(data = a tensor of {n} tokens, batch_size={batch_size}, "
+               "block_size={block_size})", n=len(data), batch_size=batch_size, block_size=block_size)
+    x, y = expect_tuple(submission.bughunt.get_batch(data, batch_size, block_size), 2, what)
+    x = expect_shape(x, (batch_size, block_size), msg("{what}[0] (x)", what=what))
+    y = expect_shape(y, (batch_size, block_size), msg("{what}[1] (y)", what=what))
+    tokens = data.tolist()
+    position = {token: i for i, token in enumerate(tokens)}          # data: distinct tokens
+    for r, (row_x, row_y) in enumerate(zip(x.long().tolist(), y.long().tolist())):
+        i = position.get(row_x[0], -1)
+        if row_x != tokens[i:i + block_size] or row_y != tokens[i + 1:i + 1 + block_size]:
+            fail(msg("row {r} of {what} is x = {x}, y = {y}: each row must be a window of data, "
+                     "x = data[i : i + block_size] and y = data[i + 1 : i + 1 + block_size], so "
+                     "get_batch hands make_xy the block_size + 1 tokens data[i : i + block_size + 1].",
+                     r=r, what=what, x=row_x, y=row_y),
+                 symptoms=["value-mismatch"], row=r)
+
+
+def expect_default_run(submission, steps: int = 2):
+    """train() with every argument but `steps` left out is SPEC's run: the toy GPTConfig() on
+    random tokens, batch_size=32, lr=3e-3, seed=0 (two runs with one seed give one curve)."""
+    what = msg("train(steps={steps})", steps=steps)
+    losses = submission.bughunt.train(steps=steps)
+    if not (isinstance(losses, list) and len(losses) == steps
+            and all(isinstance(x, (int, float)) and math.isfinite(x) for x in losses)):
+        fail(msg("{what} returned {got}; expected the list of its {steps} losses, each a finite "
+                 "number. With data=None it trains on random tokens and with config=None on the "
+                 "toy GPTConfig().", what=what, got=f"{losses!r:.80}", steps=steps),
+             symptoms=["value-mismatch"])
+    spelled_out = submission.bughunt.train(data=None, config=None, steps=steps, batch_size=32, lr=3e-3,
+                                           seed=0)
+    if not (isinstance(spelled_out, list) and len(spelled_out) == steps
+            and all(isinstance(x, (int, float)) and abs(x - y) <= 1e-4 for x, y in zip(spelled_out, losses))):
+        fail(msg("{what} reported the losses {losses}, but train(data=None, config=None, "
+                 "steps={steps}, batch_size=32, lr=3e-3, seed=0) reported {spelled_out}: the "
+                 "defaults are batch_size=32, lr=3e-3 and seed=0, and the seed fixes the model's "
+                 "initial weights and the random tokens (torch.manual_seed(seed) first).",
+                 what=what, losses=f"{losses!r:.80}", steps=steps,
+                 spelled_out=f"{spelled_out!r:.80}"),
+             symptoms=["value-mismatch"])
+
+
+TOY = dict(vocab_size=V, block_size=BLOCK, d_model=D_MODEL, n_layer=2, n_head=N_HEAD)
+TOY_REDUCTION = TOY["n_layer"] * 5 * D_MODEL + D_MODEL    # terms summed on the way to a logit
+
+
+def randomize(module, seed: int):
+    """Random weights of a realistic size, so that every part of the GPT shows in its logits:
+    norm gains near 1, biases near 0, matrices with unit-variance outputs, embeddings N(0, 1)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            r = torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.dtype)
+            if name.endswith("bias"):
+                p.copy_(0.2 * r)
+            elif p.dim() == 1:
+                p.copy_(1.0 + 0.2 * r)
+            elif name.startswith(("wte.", "wpe.")):
+                p.copy_(r)
+            else:
+                p.copy_(r / math.sqrt(p.shape[1]))
+    return module
+
+
+def expect_toy_ledger(submission, model):
+    """GPT(GPTConfig()) has the toy GPT's parameters, by name and shape, with lm_head tied to wte."""
+    reference = ref.GPT(ref.GPTConfig(**TOY))
+    expected = {n: list(p.shape) for n, p in reference.named_parameters(remove_duplicate=False)}
+    rows = [r for r in submission.parameters(model) if isinstance(r, dict) and "name" in r]
+    got = {r["name"]: r.get("shape") for r in rows}
+    if got != expected:
+        wrong = sorted(n for n in set(got) | set(expected) if got.get(n) != expected.get(n))
+        fail(msg("GPT(GPTConfig()) does not have the parameters of the seed's toy GPT ({config}): "
+                 "{names} differ. Keep GPTConfig's defaults and the model's layers as they are.",
+                 config=", ".join(f"{k}={v}" for k, v in TOY.items()), names=", ".join(wrong[:6])),
+             symptoms=["shape-mismatch"], differ=wrong[:20])
+    objects = {r["name"]: r.get("object") for r in rows}
+    if objects["lm_head.weight"] != objects["wte.weight"]:
+        fail(msg("in GPT(GPTConfig()), lm_head.weight and wte.weight are two Parameters; the bug "
+                 "hunt's GPT ties them: self.lm_head.weight = self.wte.weight."),
+             symptoms=["value-mismatch"])
+
+
+def expect_small_init(submission, model):
+    """The fresh GPT's Linear and Embedding weights are N(0, 0.02), as the listing initialises them."""
+    for name, w in submission.state_dict(model).items():
+        if isinstance(w, torch.Tensor) and w.dim() == 2 and w.numel():
+            mean, std = w.double().mean().item(), w.double().std().item()
+            if abs(mean) > 0.005 or not 0.015 < std < 0.025:
+                fail(msg("a new GPT(GPTConfig()) has {name} with mean {mean:.3g} and standard "
+                         "deviation {std:.3g}; the bug hunt's GPT initialises every Linear and "
+                         "Embedding weight N(0, 0.02), which is why its first loss is about ln(V).",
+                         name=name, mean=mean, std=std),
+                     symptoms=["value-mismatch"], mean=mean, std=std)
+
+
+@check(points=1, rule="api-contract", day=49, title="the fixed GPT is the seed's toy GPT",
+       needs=("attention-scale", "causal-mask", "block-is-pre-ln"))
+def test_gpt_matches_reference(submission):
+    model = construct(submission.bughunt.GPT, submission.bughunt.GPTConfig())
+    expect_toy_ledger(submission, model)
+    expect_small_init(submission, model)
+    reference = randomize(ref.GPT(ref.GPTConfig(**TOY)), seed=48)
+    submission.load(model, reference.state_dict())
+    g = torch.Generator().manual_seed(47)
+    idx, targets = (torch.randint(V, (2, BLOCK), generator=g) for _ in range(2))
+    what = msg("GPT(GPTConfig()) holding the grader's weights, on idx of shape {shape}",
+               shape=tuple(idx.shape))
+    logits, loss = expect_tuple(model(idx, targets), 2, what)
+    ref_logits, ref_loss = reference.double()(idx, targets)
+    hint = msg("logits = lm_head(ln_f(blocks(wte(idx) + wpe(arange(T))))), and the loss the mean "
+               "cross-entropy of the logits against targets.")
+    expect_close(logits, ref_logits, msg("the logits of {what}", what=what), dtype=torch.float32,
+                 reduction=TOY_REDUCTION, hint=hint)
+    expect_close(loss, ref_loss, msg("the loss of {what}", what=what), dtype=torch.float32,
+                 reduction=TOY_REDUCTION, hint=hint)
+
+
+@check(points=3, rule="target-shift", day=49, title="the fixed model trains honestly",
        needs=("attention-scale", "causal-mask", "block-is-pre-ln", "make-xy-shifts-targets"))
 def test_training_on_a_markov_corpus(submission):
     data, floor = markov_corpus(V, 4, 20_000, seed=49)
     losses = submission.bughunt.train(data=data, config=submission.bughunt.GPTConfig(), steps=120,
-                                      batch_size=16, lr=3e-3, seed=0)
+                                      batch_size=16, lr=1e-2, seed=0)
     if not isinstance(losses, list) or not losses:
         fail(msg("train(...) should return the list of per-step losses, got {type}",
                  type=type_name(losses)))
     # what train() returns can fail this check, never pass it alone: the grader then trains the
-    # fixed GPT itself and judges it from the losses it computes (testkit.training_probe)
-    judge_training(ProbeResult(reported_curve(losses, 120), V, floor), msg("your model with your train()"))
+    # fixed GPT itself and judges it from the losses it computes (testkit.training_probe).
+    # At lr 1e-2 a correct run ends near 1.8 nats, one whose targets are visible far below ln 4.
+    reported = ProbeResult(reported_curve(losses, 120), V, floor)
+    judge_training(reported, msg("your model with your train()"))
+    if reported.tail_mean(10) > reported.ln_v - LEARNED_MARGIN:
+        fail(msg("the losses your train() reports end at {loss:.3f}, no better than the untrained "
+                 "ln(V) = {ln_v:.3f}: its loop does not train the model. Each step needs "
+                 "optimizer.zero_grad(), loss.backward() and optimizer.step().",
+                 loss=reported.tail_mean(10), ln_v=reported.ln_v),
+             symptoms=["value-mismatch"])
+    # the batches train() draws, then train() as SPEC calls it (the arguments left out)
+    tokens = torch.randperm(300, generator=torch.Generator().manual_seed(50))
+    for batch_size, block_size in ((8, BLOCK), (3, 1), (5, 7)):
+        expect_windows(submission, tokens, batch_size, block_size)
+    expect_default_run(submission)
     torch.manual_seed(49)
     reference = ref.GPT(ref.GPTConfig(V, BLOCK, D_MODEL, 2, N_HEAD))    # N(0, 0.02), tied
     model = construct(submission.bughunt.GPT, submission.bughunt.GPTConfig())
