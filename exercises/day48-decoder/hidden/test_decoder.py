@@ -356,11 +356,20 @@ def sinusoidal_rejects(submission, case: dict):
                  "{message}", message=repr(exc.learner_message)))
 
 
-@check(points=1, rule="api-contract", day=POSITIONS_DAY, title="sinusoidal positions need an even d")
+def rope_rejects(submission, shape):
+    expect_raises(lambda: submission.positions.apply_rope(randn(*shape, seed=shape[-1])), "ValueError",
+                  msg("apply_rope(x of shape {shape})", shape=shape),
+                  hint=msg("RoPE rotates pairs (x[..., 2i], x[..., 2i+1]), so the last dim d of x "
+                           "must be even: check it and raise ValueError naming d."))
+
+
+@check(points=1, rule="api-contract", day=POSITIONS_DAY, title="sinusoidal positions and RoPE need an even d")
 def test_sinusoidal_rejects_odd_d(submission):
     odd = st.fixed_dictionaries({"T": st.integers(1, 9), "d": st.integers(0, 15).map(lambda h: 2 * h + 1)})
     explore(odd, lambda case: sinusoidal_rejects(submission, case), corners=[{"T": 4, "d": 5}],
             examples=4, what="sinusoidal_positions")
+    for shape in ((4, 5), (2, 3, 6, 1), (1, 2, 7)):
+        rope_rejects(submission, shape)
 
 
 def rope_half_split(x, positions, theta):
@@ -624,6 +633,50 @@ def test_mha_causal_matches_reference(submission):
             examples=12, what="MultiHeadAttention")
 
 
+def softmax_default_dim(submission):
+    z = randn(2, 3, 5, seed=190, scale=3.0)
+    expect_close(submission.attention.stable_softmax(z), torch.softmax(z.double(), dim=-1),
+                 "stable_softmax(z) on z of shape (2, 3, 5)", dtype=torch.float32, reduction=5,
+                 hint=msg("stable_softmax(z, dim=-1): without a dim it normalises the last one."))
+
+
+def uncausal_unequal_agrees(submission, T_q: int, T_k: int, padding: bool, seed: int):
+    """Attention without the causal mask when the queries and the keys differ in number."""
+    q = randn(2, T_q, 4, seed=seed)
+    k, v = randn(2, T_k, 4, seed=seed + 1), randn(2, T_k, 4, seed=seed + 2)
+    mask = None
+    if padding:                               # the first key is padding for every query
+        mask = torch.zeros(2, 1, T_k, dtype=torch.bool)
+        mask[..., 0] = True
+    expect_close(submission.attention.scaled_dot_product_attention(q, k, v, mask=mask),
+                 ref.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask=mask),
+                 msg("attention with T_q={T_q} and T_k={T_k}, causal=False", T_q=T_q, T_k=T_k),
+                 dtype=torch.float32, reduction=T_k, nan_symptom="nan-forward",
+                 hint=msg("The scores q k^T / sqrt(d_k) are (..., T_q, T_k): any mask you build "
+                          "over them is (T_q, T_k) too, whether or not causal=True."))
+
+
+def rejects_heads(submission, d_model: int, n_head: int):
+    hint = msg("Each head takes d_model / n_head features: raise ValueError('n_head ... d_model "
+               "...') unless n_head divides d_model.")
+    expect_raises(lambda: construct(submission.attention.MultiHeadAttention, d_model, n_head),
+                  "ValueError", f"MultiHeadAttention(d_model={d_model}, n_head={n_head})", hint=hint)
+    expect_raises(lambda: submission.attention.split_heads(randn(2, 3, d_model, seed=d_model), n_head),
+                  "ValueError", msg("split_heads(x of shape {shape}, n_head={n_head})",
+                                    shape=(2, 3, d_model), n_head=n_head), hint=hint)
+
+
+@check(points=1, rule="api-contract", day=45, title="attention keeps day 45's API")
+def test_attention_api(submission):
+    # what the blocks never exercise: softmax's default dim, T_q != T_k without the causal mask,
+    # and the heads' argument check
+    softmax_default_dim(submission)
+    for T_q, T_k, padding, seed in ((3, 5, False, 191), (4, 2, True, 194), (1, 6, True, 197)):
+        uncausal_unequal_agrees(submission, T_q, T_k, padding, seed)
+    for d_model, n_head in ((8, 3), (12, 5), (6, 4)):
+        rejects_heads(submission, d_model, n_head)
+
+
 # -- the MLP and the Pre-LN block (days 46-47) -----------------------------------------------------
 
 def mlp_tanh(reference, x):
@@ -819,7 +872,7 @@ GPT_PARTS = ("layernorm-matches-reference", "mha-causal-matches-reference", "mlp
              "block-is-pre-ln")
 
 
-@check(points=4, rule="api-contract", day=GPT_DAY, title="GPT logits match the reference",
+@check(points=3, rule="api-contract", day=GPT_DAY, title="GPT logits match the reference",
        needs=GPT_PARTS)
 def test_gpt_matches_reference(submission):
     explore(gpt_inputs(), lambda case: gpt_agrees(submission, case), corners=GPT_CASES,
