@@ -92,12 +92,12 @@ class CallBudgets:
         """max(floor, factor x the reference's seconds); call_seconds when there is no counterpart,
         or when the reference's work runs past CALL_TIMING_SECONDS (timing it to the end would
         cost the grader that work again, e.g. the bug hunt solution's whole train())."""
-        with _same_random_state():
+        with same_random_state():
             started = time.perf_counter()
             try:
-                with _stopped_after(CALL_TIMING_SECONDS):
+                with stopped_after(CALL_TIMING_SECONDS):
                     found = run()
-            except _TimingStopped:
+            except TimingStopped:
                 return self.call_seconds
             except Exception:  # noqa: BLE001 - the reference raising (on bad input) is its answer too
                 found = True
@@ -167,7 +167,7 @@ class CallBudgets:
                     and callable(fn)
                     and all(a is not _NO_TWIN for a in [*args, *kwargs.values()])
                 ):
-                    with _same_random_state(), contextlib.suppress(Exception):
+                    with same_random_state(), contextlib.suppress(Exception):
                         self._twins[key] = fn(*args, **kwargs)
         return self._twins[key]
 
@@ -219,7 +219,7 @@ def _reference_module(module: str, solution_dir: Path | None):
         return None
     found = importlib.util.module_from_spec(spec)
     try:
-        with _same_random_state():
+        with same_random_state():
             spec.loader.exec_module(found)
     except Exception:  # noqa: BLE001 - a solution that does not import alone: no counterpart
         return None
@@ -261,7 +261,7 @@ def _seconds_per_step(model: torch.nn.Module, batch_size: int, block_size: int) 
     if not isinstance(vocab, int) or vocab < 1:
         return None
     try:
-        with _same_random_state(), torch.no_grad():
+        with same_random_state(), torch.no_grad():
             x = torch.randint(vocab, (batch_size, block_size), generator=torch.Generator().manual_seed(0))
             started = time.perf_counter()
             model(x)
@@ -270,21 +270,21 @@ def _seconds_per_step(model: torch.nn.Module, batch_size: int, block_size: int) 
         return None
 
 
-class _TimingStopped(BaseException):
+class TimingStopped(BaseException):
     """Raised into a reference call that ran past CALL_TIMING_SECONDS (a BaseException, so the
     reference's own `except Exception` cannot swallow it)."""
 
 
 @contextlib.contextmanager
-def _stopped_after(seconds: float):
-    """Stop the block with _TimingStopped after `seconds` of wall time (a SIGALRM timer; only in
+def stopped_after(seconds: float):
+    """Stop the block with TimingStopped after `seconds` of wall time (a SIGALRM timer; only in
     the main thread, where signals are delivered: elsewhere the block runs to its end)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def stop(signum, frame):
-        raise _TimingStopped
+        raise TimingStopped
 
     previous = signal.signal(signal.SIGALRM, stop)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -296,7 +296,7 @@ def _stopped_after(seconds: float):
 
 
 @contextlib.contextmanager
-def _same_random_state():
+def same_random_state():
     """The trusted process's random generators as they were: hidden tests draw their inputs from
     them, and timing a reference must not change which inputs a check gets."""
     import numpy as np

@@ -6,23 +6,30 @@ the jail there, runs the hidden tests against it, and assembles the Grade from p
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
 from grader import __version__
 from grader.doctor import ensure_sound as ensure_jail_sound
 from grader.exercises import exercise_dir, load_exercise
+from grader.fingerprints import Namer
 from grader.jail.client import JailError, JailTimeout
 from grader.locale import message_of, msg
 from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError, Printed
 from grader.quiz import grade_sheet
+from grader.replay import Event, Trace
 from grader.runner import run_hidden_tests, stopped_at
 from grader.session import SubmissionSession, import_problem
 from grader.submission import InvalidSubmission, SubmittedFiles, read_submission
 
 
-def grade(exercise: Exercise | str, path: Path, *, student: str | None = None) -> Grade:
-    """Grade one submission. Raises UsageError (exit 2) only when grading cannot start."""
+def grade(
+    exercise: Exercise | str, path: Path, *, student: str | None = None, name_bugs: bool = True
+) -> Grade:
+    """Grade one submission. Raises UsageError (exit 2) only when grading cannot start.
+    name_bugs: replay failed checks on the exercise's mutants to name the learner's bug (off
+    where only the verdict counts: scoring generated mutants)."""
     exercise = load_exercise(exercise) if isinstance(exercise, str) else exercise
     started = time.monotonic()
     try:
@@ -34,7 +41,7 @@ def grade(exercise: Exercise | str, path: Path, *, student: str | None = None) -
             result = grade_quiz(exercise, submitted, student)
         else:
             ensure_jail_sound()  # cached canary check: refuses (UsageError) if the jail leaks
-            result = grade_code(exercise, submitted)
+            result = grade_code(exercise, submitted, name_bugs=name_bugs)
     return Grade.model_validate(
         {
             **result.model_dump(),
@@ -82,7 +89,10 @@ def grade_quiz(exercise: Exercise, submitted: SubmittedFiles, student: str | Non
     return assemble(exercise, checks, [], None, isolation="none (answers are data)", warnings=warnings)
 
 
-def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
+def grade_code(
+    exercise: Exercise, submitted: SubmittedFiles, name_bugs: bool = True, trace: Trace | None = None
+) -> Grade:
+    """trace: where the session records the checks' requests (a fresh one if None)."""
     unusable = [f for f in exercise.files if f in submitted.problems]
     if unusable and len(unusable) == len(exercise.files):  # nothing of it can be graded
         return failed_grade(exercise, "invalid-submission", submitted.problems[unusable[0]])
@@ -98,6 +108,8 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
         solution_dir=exercise_dir(exercise.id) / "solution",
     )
     session.toml = submitted.toml
+    if trace is not None:
+        session.trace = trace
     try:
         # the jail starts and imports the learner's modules while pytest collects the hidden
         # tests; `loaded` waits for it before the first check
@@ -106,7 +118,10 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
         except JailError:
             pass  # `loaded` reports it
         collected = run_hidden_tests(
-            exercise_dir(exercise.id) / "hidden", session, before_checks=lambda: loaded(session, exercise)
+            exercise_dir(exercise.id) / "hidden",
+            session,
+            before_checks=lambda: loaded(session, exercise),
+            name_failure=bug_namer(exercise, session) if name_bugs else None,
         )
         if collected.problem is not None:
             kind, message = collected.problem
@@ -140,6 +155,34 @@ def grade_code(exercise: Exercise, submitted: SubmittedFiles) -> Grade:
         )
     finally:
         session.close()
+
+
+def solution_trace(exercise: Exercise | str) -> dict[str, list[Event]]:
+    """check id -> the requests its hidden test made of the exercise's solution, with the answers
+    (grader.replay): the grader's own inputs, on which a generated mutant can be compared."""
+    exercise = load_exercise(exercise) if isinstance(exercise, str) else exercise
+    submitted = read_submission(exercise, exercise_dir(exercise.id) / "solution")
+    trace = Trace()
+    grade_code(exercise, submitted, name_bugs=False, trace=trace)
+    return {check: trace.events(check) for check in trace.checks}
+
+
+def bug_namer(exercise: Exercise, session: SubmissionSession):
+    """check id -> diagnoses naming its bug, from the session's trace; the time it takes is the
+    grader's, not the learner's (their wall budget is moved on by as much)."""
+    namer = Namer(exercise, session.trace)
+
+    def name_failure(check: str) -> list[Diagnosis]:
+        started = time.monotonic()
+        try:
+            return namer(check)
+        except Exception as exc:  # noqa: BLE001 - naming is a hint: its failure never costs a grade
+            print(f"grader: naming the bug of {check} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return []
+        finally:
+            session.started += time.monotonic() - started
+
+    return name_failure
 
 
 def loaded(session: SubmissionSession, exercise: Exercise) -> tuple[str, str] | None:

@@ -40,6 +40,10 @@ For every exercise:
                                             same call); no reference counterpart: call_seconds
     CALL_TIMING_SECONDS           0.5       timing a reference call stops after this: longer
                                             work gets call_seconds (timing costs no more)
+    REPLAY_EVENTS                 200       requests of one check recorded, to name its bug
+    REPLAY_VALUE_ELEMENTS         1 Mi      tensor elements of a reply kept for that
+    FINGERPRINT_SECONDS           10        replaying a submission's failed checks on mutants
+    FINGERPRINT_NAMES             3         mutants named for one failed check, at most
     STACK_SAMPLE_SECONDS          0.2       a call over budget: the wait for its stack sample
     STACK_SAMPLE_BYTES            16 KiB    ... the bytes of it read (learner text)
     STACK_FRAMES                  3         ... the learner's frames kept, innermost first
@@ -157,6 +161,11 @@ JAIL_READY_SECONDS = 30.0  # a jail's start-up, when call_seconds is longer
 CALL_FLOOR_SECONDS = 2.0  # any call into the jail may take this long, however fast the reference
 CALL_BUDGET_FACTOR = 20.0  # ... or this many times the reference's time for the same call
 CALL_TIMING_SECONDS = 0.5  # a reference call timed no longer than this (the bug hunt's whole train())
+# -- naming a failed check's bug (grader.replay, grader.fingerprints) -------------------------
+REPLAY_EVENTS = 200  # requests of one check recorded for replay; the rest are not compared
+REPLAY_VALUE_ELEMENTS = 1 << 20  # a reply with more tensor elements is not kept for comparing
+FINGERPRINT_SECONDS = 10.0  # replaying one submission's failed checks on the mutants, in all
+FINGERPRINT_NAMES = 3  # mutants named for one failed check, at most
 STACK_SAMPLE_SECONDS = 0.2  # a call over budget: how long the jail's stack sample is waited for
 STACK_SAMPLE_BYTES = 16 * KiB  # ... and read of it (the text is the learner's)
 STACK_FRAMES = 3  # the learner's frames kept from it, innermost first

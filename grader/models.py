@@ -247,6 +247,20 @@ class Diagnosis(Said):
     day: int
     mutant: str | None = None
     check: str | None = None
+    message_i18n: dict[str, str] = {}  # lang -> message, where the message is data (a mutant's TOML)
+
+    @classmethod
+    def _prepare(cls, data: dict, room: Room) -> dict:
+        # the translations within half the room (they are what a report in any language shows);
+        # the English message shares what is left
+        if isinstance(data.get("message_i18n"), dict):
+            part = Room(room.left // 2)
+            data["message_i18n"] = bounded(data["message_i18n"], part)
+            room.take(room.left // 2 - part.left)
+        return super()._prepare(data, room)
+
+    def text_bytes(self) -> int:
+        return super().text_bytes() + data_bytes(self.message_i18n)
 
 
 class GradeError(Said):

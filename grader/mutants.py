@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from exercises import EXERCISES_DIR
 from grader.errors import MutantError
 from grader.exercises import read_toml_model
-from grader.models import Grade, Rule
+from grader.models import Grade, Rule, Title
 from mutants import ALTERNATIVES_DIR, MUTANTS_DIR
 
 
@@ -41,7 +41,8 @@ class Mutant(BaseModel):
     day: int
     description: str
     symptoms: list[str] = []  # each must appear in the grade
-    named: bool = False  # the grade's diagnosis must name this mutant
+    # what a learner reads when their code behaves like this mutant, in every language
+    message: Title
     edit: list[Edit]
 
     @property
@@ -62,16 +63,32 @@ def load_mutants() -> list[Mutant]:
 def apply_mutant(mutant: Mutant, exercise: str, target: Path) -> Path:
     """Copy the exercise's solution into `target` and inject the bug there."""
     shutil.copytree(EXERCISES_DIR / exercise / "solution", target)
+    files = {e.file: (target / e.file).read_text() for e in mutant.edit if e.exercise == exercise}
+    for name, text in _edited(mutant, exercise, files).items():
+        (target / name).write_text(text)
+    return target
+
+
+def mutated_sources(mutant: Mutant, exercise: str, files: dict[str, str]) -> dict[str, str] | None:
+    """`files` (name -> source) with the mutant's edits of `exercise` made; None where an edit's
+    text is not there exactly once (another bug already changed it)."""
+    try:
+        return {**files, **_edited(mutant, exercise, files)}
+    except (MutantError, KeyError):
+        return None
+
+
+def _edited(mutant: Mutant, exercise: str, files: dict[str, str]) -> dict[str, str]:
+    edited: dict[str, str] = {}
     for edit in (e for e in mutant.edit if e.exercise == exercise):
-        path = target / edit.file
-        text = path.read_text()
+        text = edited.get(edit.file, files[edit.file])
         if text.count(edit.find) != 1:
             raise MutantError(
                 f"mutant {mutant.id}: {edit.file} of {exercise} contains "
                 f"{text.count(edit.find)} copies of the text to replace; expected 1"
             )
-        path.write_text(text.replace(edit.find, edit.replace))
-    return target
+        edited[edit.file] = text.replace(edit.find, edit.replace)
+    return edited
 
 
 def alternatives() -> list[tuple[str, str, Path]]:
@@ -119,7 +136,7 @@ def cases(exercise: str | None = None) -> list[Case]:
                         exercise=ex,
                         expected_rules=[m.rule],
                         symptoms=m.symptoms,
-                        named=[m.id] if m.named else [],
+                        named=[m.id],  # the mutant is its own fingerprint (grader.fingerprints)
                     )
                 )
     if exercise in (None, "day49-bughunt"):

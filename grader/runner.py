@@ -23,9 +23,10 @@ INI = Path(__file__).with_name("hidden-pytest.ini")
 class _CheckCollector:
     """A pytest plugin: provides the `submission` fixture and turns reports into CheckResults."""
 
-    def __init__(self, submission, before_checks=None):
+    def __init__(self, submission, before_checks=None, name_failure=None):
         self._submission = submission
         self._before_checks = before_checks
+        self._name_failure = name_failure  # check id -> diagnoses naming its bug (grader.fingerprints)
         self.problem: tuple[str, str] | None = None
         self.results: list[CheckResult] = []
         self.diagnoses: list[Diagnosis] = []
@@ -59,6 +60,7 @@ class _CheckCollector:
     def pytest_runtest_setup(self, item):
         take_attachments()  # nothing carries over from the previous check
         self._submission_call("discard_pending")
+        self._submission_call("begin_check", check_id(item))  # its requests are recorded as its own
         self._submission_call("drop_broken_jail")  # what a jail did after its last reply is its own
 
     @pytest.hookimpl(wrapper=True)
@@ -69,10 +71,10 @@ class _CheckCollector:
         self._submission_call("flush")
         return result
 
-    def _submission_call(self, name: str) -> None:
+    def _submission_call(self, name: str, *args) -> None:
         method = getattr(self._submission, name, None)
         if method is not None:
-            method()
+            method(*args)
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -107,6 +109,9 @@ class _CheckCollector:
         if isinstance(exc, CheckFailure):
             for d in exc.diagnosis:
                 self.diagnoses.append(Diagnosis(check=base["id"], **d))
+        if self._name_failure is not None:
+            named = {d.mutant for d in self.diagnoses if d.check == base["id"]}
+            self.diagnoses += [d for d in self._name_failure(base["id"]) if d.mutant not in named]
         return CheckResult(
             passed=False,
             points=0.0,
@@ -250,10 +255,11 @@ def stopped_at(what, where: list[tuple[str, str, int]]):
     )
 
 
-def run_hidden_tests(hidden_dir: Path, submission, before_checks=None) -> _CheckCollector:
+def run_hidden_tests(hidden_dir: Path, submission, before_checks=None, name_failure=None) -> _CheckCollector:
     """before_checks() -> (error kind, message) or None: called once tests are collected; when it
-    returns a problem no check runs and `collector.problem` holds it."""
-    collector = _CheckCollector(submission, before_checks)
+    returns a problem no check runs and `collector.problem` holds it. name_failure(check id) ->
+    diagnoses: called for each failed check, to name its bug."""
+    collector = _CheckCollector(submission, before_checks, name_failure)
     args = [
         str(hidden_dir),
         "-c",

@@ -36,6 +36,7 @@ from grader.jail.client import (
 from grader.jail.wire import Handle
 from grader.limits import CALL_FLOOR_SECONDS, JAIL_READY_SECONDS
 from grader.locale import Message, msg
+from grader.replay import Trace, outcome_of, raised
 
 
 class Remote:
@@ -126,6 +127,11 @@ class SubmissionSession:
             m: self.problems[f"{m}.py"] for m in self.modules if f"{m}.py" in self.problems
         }
         self.budgets = CallBudgets(self.modules, limits.call_seconds, solution_dir)
+        self.trace = Trace()  # every check's requests and answers, to name a failed check's bug
+
+    def begin_check(self, check: str) -> None:
+        """The requests from now on are `check`'s (the runner calls this before each check)."""
+        self.trace.begin(check)
 
     # -- jail lifecycle ---------------------------------------------------------------------------------
     def budget_left(self) -> float:
@@ -290,41 +296,53 @@ class SubmissionSession:
         Sent with the next request (or at the end of the check): if the learner's module lacks a
         name or a shape differs, that request raises the AssertionError, within the same check."""
         state = {k: v.detach().clone() for k, v in state_dict.items()}
+        target = self._target(remote)
         self._pending.append(
-            ({"op": "load", "target": self._target(remote), "state": state}, remote._label, self.generation)
+            ({"op": "load", "target": target, "state": state}, remote._label, self.generation)
         )
+        self.trace.record("load", target, self.generation, {"state": state}, None)
 
     def parameters(self, remote: Remote) -> list[dict]:
         """[{name, shape, dtype, object}] with `object` equal for entries that share a Parameter."""
-        return self._shaped(self.request("params", target=self._target(remote)), _is_parameter_rows, "params")
+        return self._recorded("params", self._target(remote), {}, _is_parameter_rows)
 
     def state_dict(self, remote: Remote) -> dict:
-        return self._shaped(self.request("state", target=self._target(remote)), _is_state, "state")
+        return self._recorded("state", self._target(remote), {}, _is_state)
 
     def fetch(self, remote: Remote):
         """The value of a learner attribute, as plain data."""
-        return self.request("get", target=self._target(remote))
+        return self._recorded("get", self._target(remote), {}, None)
 
     def train_lm(
         self, model: Remote, data, *, steps: int, batch_size: int, block_size: int, lr: float, seed: int = 0
     ) -> list[float]:
         target = self._target(model)
         budget = self.budgets.for_training(self.generation, target, steps, batch_size, block_size)
-        losses = self._timed(
-            msg("training {model} for {steps} steps", model=model._label, steps=steps),
-            budget,
-            "train_lm",
-            target=target,
-            data=data,
-            steps=steps,
-            batch_size=batch_size,
-            block_size=block_size,
-            lr=lr,
-            seed=seed,
-        )
-        return self._shaped(losses, _is_losses, "train_lm")
+        fields = dict(data=data, steps=steps, batch_size=batch_size, block_size=block_size, lr=lr, seed=seed)
+        what = msg("training {model} for {steps} steps", model=model._label, steps=steps)
+        return self._recorded("train_lm", target, fields, _is_losses, what=what, budget=budget)
 
     # -- internals ----------------------------------------------------------------------------
+    def _recorded(self, op: str, target: dict, fields: dict, is_well_formed=None, what=None, budget=None):
+        """One request, kept in the trace with its answer (grader.replay): a learner's exception
+        as its type; the jail's own trouble (a timeout, a crash) ends the check's recording."""
+        generation = self.generation
+        try:
+            if what is None:
+                reply = self.request(op, budget, target=target, **fields)
+            else:
+                reply = self._timed(what, budget, op, target=target, **fields)
+            if is_well_formed is not None:
+                reply = self._shaped(reply, is_well_formed, op)
+        except LearnerError as exc:
+            self.trace.record(op, target, generation, fields, raised(exc.type_name))
+            raise
+        except BaseException:
+            self.trace.stop()
+            raise
+        self.trace.record(op, target, generation, fields, outcome_of(reply))
+        return reply
+
     def _shaped(self, reply, is_well_formed, op: str):
         """A reply of an operation whose answer the worker shapes (not the learner's own value):
         any other shape is the jail breaking the protocol, in the check that asked."""
@@ -384,7 +402,7 @@ class SubmissionSession:
         generation = self.generation
         budget = self.budgets.for_call(generation, target, args, kwargs)
         label = remote._label if remote._label.endswith(")") else f"{remote._label}(...)"
-        result = self._timed(label, budget, "call", target=target, args=args, kwargs=kwargs)
+        result = self._recorded("call", target, {"args": args, "kwargs": kwargs}, what=label, budget=budget)
         if isinstance(result, Handle):
             self.budgets.made(generation, result, target, args, kwargs)
         return _wrap(self, result, remote._label)

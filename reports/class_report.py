@@ -30,7 +30,14 @@ from reports import svg
 from reports.gradebook import render_csv
 from reports.html import HTML_LANG, environment, translator
 from reports.labels import error_label, rule_label
-from reports.view import check_title, exercise_title, fmt_points, message_text, root_causes_of, t
+from reports.view import (
+    check_title,
+    diagnosis_message,
+    exercise_title,
+    fmt_points,
+    root_causes_of,
+    t,
+)
 
 BIN_EDGES = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
 
@@ -149,9 +156,7 @@ def summarize(grades: list[Grade], lang: str = "en") -> ClassSummary:
                 continue
             seen.add(key)
             if key not in diagnoses:
-                diagnoses[key] = DiagnosisStat(
-                    d.rule, d.day, d.mutant, message_text(d.message, d.message_id, d.message_params, lang)
-                )
+                diagnoses[key] = DiagnosisStat(d.rule, d.day, d.mutant, diagnosis_message(d, lang))
             diagnoses[key].count += 1
     order = {rule: i for i, rule in enumerate(RULES)}
     return ClassSummary(

@@ -16,7 +16,7 @@ from grader.limits import MESSAGE_BYTES as MAX_MESSAGE
 from grader.limits import REPORT_BYTES as MAX_REPORT
 from grader.limits import REPORT_CHROME_BYTES
 from grader.locale import DEFAULT_LANG, join, normalize_lang, number, render, translate
-from grader.models import CheckResult, Grade, TrainingCurve
+from grader.models import CheckResult, Diagnosis, Grade, TrainingCurve
 from grader.text import ACTING_CHARS as ACTING_CHARS  # re-exported: the renderers import it here
 from grader.text import CUT as CUT
 from grader.text import cap_bytes as cap_bytes
@@ -99,6 +99,15 @@ def check_title(check: CheckResult, lang: str) -> str:
     if lang in check.title_i18n:
         return check.title_i18n[lang]
     return translate(check.title, lang) if check.title else check.id
+
+
+def diagnosis_message(d: Diagnosis, lang: str) -> str:
+    """A diagnosis in `lang`: its own text in that language when it carries one (a mutant's
+    message, which is data), else its message rendered as any other."""
+    lang = normalize_lang(lang)
+    if lang in d.message_i18n:
+        return d.message_i18n[lang]
+    return message_text(d.message, d.message_id, d.message_params, lang)
 
 
 def message_text(message: str, message_id: str | None, params: dict, lang: str) -> str:
@@ -456,7 +465,7 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
                 rule_label=name(rule_label(d.rule, lang)),
                 day=d.day,
                 mutant=name(d.mutant) if d.mutant else None,
-                message=budget.take(message_text(d.message, d.message_id, d.message_params, lang)),
+                message=budget.take(diagnosis_message(d, lang)),
                 check_id=name(d.check) if d.check else None,
                 check_title=titles.get(d.check or "", ""),
                 symptoms=[name(symptom_label(s, lang)) for s in (check.symptoms if check else [])],

@@ -199,9 +199,31 @@ def test_an_unknown_top_level_key_in_a_mutant_is_an_error(mutant_folder):
     path = mutant_folder / "loss-sum.toml"
     path.write_text("symptom = ['nan-forward']\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
     with pytest.raises(errors.ExerciseFileError, match=r"loss-sum.toml: \(top level\): unknown key 'symptom'; "
-                                                       r"known keys: day, description, edit, id, named, rule, "
+                                                       r"known keys: day, description, edit, id, message, rule, "
                                                        r"symptoms$"):
         mutants.load_mutants()
+
+
+def test_a_mutant_without_its_message_is_an_error_naming_the_file(mutant_folder):
+    path = mutant_folder / "loss-sum.toml"
+    text = path.read_text(encoding="utf-8")
+    start = text.index("[message]")
+    path.write_text(text[:start] + text[text.index("[[edit]]"):], encoding="utf-8")
+    with pytest.raises(mutants.MutantError) as caught:
+        mutants.load_mutants()
+    assert str(caught.value).splitlines() == [f"{path}: (top level): missing key 'message'"]
+    result = CliRunner().invoke(main, ["mutants", "list"])
+    assert result.exit_code == 2 and "loss-sum.toml: (top level): missing key 'message'" in result.output
+
+
+def test_a_mutant_message_needs_both_languages(mutant_folder):
+    path = mutant_folder / "loss-sum.toml"
+    text = path.read_text(encoding="utf-8")
+    zh_line = next(line for line in text.splitlines() if line.startswith("zh-TW = "))
+    path.write_text(text.replace(zh_line + "\n", ""), encoding="utf-8")
+    with pytest.raises(mutants.MutantError) as caught:
+        mutants.load_mutants()
+    assert str(caught.value).splitlines() == [f"{path}: [message]: missing key 'zh-TW'"]
 
 
 def test_the_shipped_course_files_are_all_valid():

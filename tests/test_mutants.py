@@ -1,4 +1,7 @@
 """CI's proof that every known bug is caught and named, and correct code is never rejected."""
+import re
+
+import pytest
 from conftest import run_grader
 from grader.mutants import alternatives, load_mutants
 from grader.models import RULES
@@ -14,6 +17,23 @@ def test_mutant_set_is_large_and_covers_the_rules_of_code_exercises():
     code_rules = set(RULES) - {"quiz"}
     assert code_rules <= covered, sorted(code_rules - covered)
     assert len(alternatives()) >= 12
+
+
+CJK = r"[\u4e00-\u9fff]"
+
+
+@pytest.mark.parametrize("mutant", load_mutants(), ids=lambda m: m.id)
+def test_every_mutant_tells_the_learner_its_bug_in_both_languages(mutant):
+    en, zh = mutant.message.en, mutant.message.zh_TW
+    assert en.strip() and zh.strip() and en != zh
+    assert not re.search(CJK, en), en
+    assert re.search(CJK, zh), zh                                     # translated, not English
+    # written as a Taiwanese reader writes: full-width punctuation next to Chinese, a space
+    # between Chinese and Latin letters or digits, sentences ending in 。
+    assert not re.search(rf"{CJK}[,:;!?]|[,:;!?]\s*{CJK}", zh), zh
+    assert not re.search(rf"{CJK}[A-Za-z0-9]|[A-Za-z0-9]{CJK}", zh), zh
+    assert zh.endswith("。") and en.endswith("."), (en, zh)
+    assert not re.search("[张这个们为时对会从后过还进说发间维数组]", zh), zh   # Traditional, not Simplified
 
 
 def test_mutants_verify_exits_0():

@@ -314,3 +314,47 @@ def test_the_loss_plot_handles_nan_inf_huge_and_empty_runs():
     for losses in ([], [None] * 5, [3.0]):
         svg = soup(loss_curve(TrainingCurve(losses=losses, ln_v=4.6, floor=1.39), labels=labels)).svg
         assert svg is not None and (svg.select_one("text.empty") is not None) == (losses != [3.0])
+
+
+# -- a diagnosis whose message is data (a mutant's [message]) ----------------------------------------
+
+def mutant_diagnosis_grade():
+    """A failing check diagnosed as the post-ln mutant, its message in both languages as its
+    TOML gives them; no msgid, so only message_i18n can give the zh-TW text."""
+    from grader.models import CheckResult, Diagnosis, Grade
+    from grader.mutants import load_mutants
+
+    post_ln = next(m for m in load_mutants() if m.id == "post-ln")
+    return Grade(exercise="day48-decoder", passed=False, score=0, max_score=2, checks=[
+        CheckResult(id="block-is-pre-ln", passed=False, points=0, max_points=2, rule="pre-ln-residual",
+                    day=46, title="the block is Pre-LN", message="the block is not Pre-LN")],
+        diagnosis=[Diagnosis(rule=post_ln.rule, day=post_ln.day, mutant=post_ln.id, check="block-is-pre-ln",
+                             message=post_ln.message.en,
+                             message_i18n={"en": post_ln.message.en, "zh-TW": post_ln.message.zh_TW})],
+        grader_version="test"), post_ln.message
+
+
+def squashed(text: str) -> str:
+    """Report text with wrapping, escapes and markup undone, to look for a sentence in it."""
+    import html
+    return re.sub(r"[\s\\]", "", html.unescape(text))
+
+
+@pytest.mark.parametrize("fmt", ["html", "text", "markdown", "gradescope", "junit"])
+def test_a_diagnosis_is_shown_in_the_language_of_the_report(fmt):
+    g, message = mutant_diagnosis_grade()
+    zh, en = render(g, fmt, "zh-TW"), render(g, fmt, "en")
+    if fmt == "gradescope":
+        zh, en = json.loads(zh)["output"], json.loads(en)["output"]
+    assert squashed(message.zh_TW) in squashed(zh) and squashed(message.en) not in squashed(zh)
+    assert squashed(message.en) in squashed(en) and squashed(message.zh_TW) not in squashed(en)
+
+
+def test_the_class_report_shows_a_diagnosis_in_its_language():
+    from reports.class_report import summarize
+
+    g, message = mutant_diagnosis_grade()
+    [stat] = summarize([g], lang="zh-TW").diagnoses
+    assert stat.message == message.zh_TW
+    [stat] = summarize([g], lang="en").diagnoses
+    assert stat.message == message.en

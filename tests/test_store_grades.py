@@ -98,7 +98,8 @@ def hostile_grades(draw) -> Grade:
                           **said())
               for _ in range(draw(st.integers(0, 3)))]
     return Grade(exercise="day45-attention", passed=False, score=0.0, max_score=34.0, checks=checks,
-                 diagnosis=[Diagnosis(rule="causal-mask", day=44, mutant=draw(any_text), **said())],
+                 diagnosis=[Diagnosis(rule="causal-mask", day=44, mutant=draw(any_text),
+                                      message_i18n={"en": draw(any_text), "zh-TW": draw(any_text)}, **said())],
                  error=draw(st.one_of(st.none(), st.just(GradeError(kind="crash", **said())))),
                  warnings=[Note(**said())], output=Printed(start=draw(any_text), end=draw(any_text), cut_bytes=3),
                  isolation=draw(any_text), student=draw(any_text))

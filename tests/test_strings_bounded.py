@@ -168,6 +168,17 @@ def test_every_part_of_a_grade_is_bounded_and_the_whole_within_the_grade_text_ca
     assert len(json.dumps(error.model_dump(), ensure_ascii=False).encode()) < MESSAGE_BYTES + 512
 
 
+def test_a_diagnosis_in_every_language_is_bounded_as_one_message():
+    from grader.models import Diagnosis
+
+    huge = "診" * HUGE
+    d = Diagnosis(rule="causal-mask", day=44, mutant="m", message=huge,
+                  message_i18n={"en": huge, "zh-TW": huge, **{f"x{i}": huge for i in range(200)}})
+    assert len(json.dumps(d.model_dump(), ensure_ascii=False).encode()) < MESSAGE_BYTES + 1024
+    assert d.message_i18n["en"].startswith("診") and d.message_i18n["zh-TW"].startswith("診")
+    assert d.message.startswith("診")                          # the English text keeps its share
+
+
 DATA = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=300),
     lambda inner: st.lists(inner, max_size=30) | st.dictionaries(st.text(max_size=20), inner, max_size=30),
