@@ -255,10 +255,13 @@ def stopped_at(what, where: list[tuple[str, str, int]]):
     )
 
 
-def run_hidden_tests(hidden_dir: Path, submission, before_checks=None, name_failure=None) -> _CheckCollector:
+def run_hidden_tests(
+    hidden_dir: Path, submission, before_checks=None, name_failure=None, max_failures: int | None = None
+) -> _CheckCollector:
     """before_checks() -> (error kind, message) or None: called once tests are collected; when it
     returns a problem no check runs and `collector.problem` holds it. name_failure(check id) ->
-    diagnoses: called for each failed check, to name its bug."""
+    diagnoses: called for each failed check, to name its bug. max_failures: stop after this many
+    failed checks (the later ones are not run, nor reported): for a verdict, not a learner's grade."""
     collector = _CheckCollector(submission, before_checks, name_failure)
     args = [
         str(hidden_dir),
@@ -279,6 +282,8 @@ def run_hidden_tests(hidden_dir: Path, submission, before_checks=None, name_fail
         "-W",
         "ignore",
     ]
+    if max_failures is not None:
+        args.append(f"--maxfail={max_failures}")
     code = pytest.main(args, plugins=[collector])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(
