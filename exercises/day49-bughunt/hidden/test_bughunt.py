@@ -51,7 +51,9 @@ class Weights:
         self.scores = (self.q.double() @ self.k.double().transpose(-2, -1))   # q_i . k_j, unscaled
         finite = torch.isfinite(self.w).all(-1)
         self.nan_rows = (~finite).nonzero().tolist()    # [b, head, query row]
-        self.seen = (self.w.abs() > 1e-7) & finite[..., None]     # which keys each query sees
+        # which keys each query sees: a blocked key weighs exactly 0 (exp of -inf, -1e9 or
+        # finfo.min) or less than 1e-30 (exp(-100)), a seen one far more
+        self.seen = (self.w.abs() > 1e-30) & finite[..., None]
 
     def scale(self) -> float | None:
         """The s in softmax(s q.k) over the seen keys, from the ratio of two weights of one row
