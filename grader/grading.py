@@ -122,6 +122,7 @@ def grade_code(
             session,
             before_checks=lambda: loaded(session, exercise),
             name_failure=bug_namer(exercise, session) if name_bugs else None,
+            exercise=exercise,
         )
         if collected.problem is not None:
             kind, message = collected.problem
