@@ -25,11 +25,17 @@ from grader.submission import InvalidSubmission, SubmittedFiles, read_submission
 
 
 def grade(
-    exercise: Exercise | str, path: Path, *, student: str | None = None, name_bugs: bool = True
+    exercise: Exercise | str,
+    path: Path,
+    *,
+    student: str | None = None,
+    name_bugs: bool = True,
+    max_failures: int | None = None,
 ) -> Grade:
     """Grade one submission. Raises UsageError (exit 2) only when grading cannot start.
     name_bugs: replay failed checks on the exercise's mutants to name the learner's bug (off
-    where only the verdict counts: scoring generated mutants)."""
+    where only the verdict counts: scoring generated mutants); max_failures: stop after that
+    many failed checks (a verdict only: the checks not run are missing from the Grade)."""
     exercise = load_exercise(exercise) if isinstance(exercise, str) else exercise
     started = time.monotonic()
     try:
@@ -41,7 +47,7 @@ def grade(
             result = grade_quiz(exercise, submitted, student)
         else:
             ensure_jail_sound()  # cached canary check: refuses (UsageError) if the jail leaks
-            result = grade_code(exercise, submitted, name_bugs=name_bugs)
+            result = grade_code(exercise, submitted, name_bugs=name_bugs, max_failures=max_failures)
     return Grade.model_validate(
         {
             **result.model_dump(),
@@ -90,7 +96,11 @@ def grade_quiz(exercise: Exercise, submitted: SubmittedFiles, student: str | Non
 
 
 def grade_code(
-    exercise: Exercise, submitted: SubmittedFiles, name_bugs: bool = True, trace: Trace | None = None
+    exercise: Exercise,
+    submitted: SubmittedFiles,
+    name_bugs: bool = True,
+    trace: Trace | None = None,
+    max_failures: int | None = None,
 ) -> Grade:
     """trace: where the session records the checks' requests (a fresh one if None)."""
     unusable = [f for f in exercise.files if f in submitted.problems]
@@ -123,6 +133,7 @@ def grade_code(
             before_checks=lambda: loaded(session, exercise),
             name_failure=bug_namer(exercise, session) if name_bugs else None,
             exercise=exercise,
+            max_failures=max_failures,
         )
         if collected.problem is not None:
             kind, message = collected.problem

@@ -296,13 +296,20 @@ def stopped_at(what, where: list[tuple[str, str, int]]):
 
 
 def run_hidden_tests(
-    hidden_dir: Path, submission, before_checks=None, name_failure=None, exercise=None, collect_only=False
+    hidden_dir: Path,
+    submission,
+    before_checks=None,
+    name_failure=None,
+    max_failures: int | None = None,
+    exercise=None,
+    collect_only: bool = False,
 ) -> _CheckCollector:
     """before_checks() -> (error kind, message) or None: called once tests are collected; when it
     returns a problem no check runs and `collector.problem` holds it. name_failure(check id) ->
-    diagnoses: called for each failed check, to name its bug. exercise: the markers are checked
-    against it (marker_problems), ExerciseFileError (exit 2) naming each problem.
-    collect_only: run no check (the markers' validation alone)."""
+    diagnoses: called for each failed check, to name its bug. max_failures: stop after this many
+    failed checks (the later ones are not run, nor reported): for a verdict, not a learner's grade.
+    exercise: the markers are checked against it (marker_problems), an ExerciseFileError (exit 2)
+    naming each problem. collect_only: run no check (the markers' validation alone)."""
     collector = _CheckCollector(submission, before_checks, name_failure, exercise)
     collector._collect_only = collect_only
     args = [
@@ -324,14 +331,16 @@ def run_hidden_tests(
         "-W",
         "ignore",
     ]
+    if max_failures is not None:
+        args.append(f"--maxfail={max_failures}")
     code = pytest.main(args, plugins=[collector])
+    if collector.exercise_errors:
+        raise ExerciseFileError("\n".join(collector.exercise_errors))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(
             f"hidden tests in {hidden_dir} could not run (pytest exit {code}): "
             f"{' '.join(collector.collect_errors)}"
         )
-    if collector.exercise_errors:
-        raise ExerciseFileError("\n".join(collector.exercise_errors))
     if collector.needs_errors:
         raise RuntimeError(f"hidden tests with broken needs: {'; '.join(collector.needs_errors)}")
     if collector.unmarked:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from grader.cli.common import EXIT_FAIL, EXIT_PASS, get_exercise
+from grader.cli.common import EXIT_FAIL, EXIT_PASS, echo, get_exercise, usage_error
 
 
 @click.group()
@@ -50,3 +50,45 @@ def mutants_verify(exercise, workers):
         f"{'all as expected' if not bad else f'{len(bad)} NOT as expected'}"
     )
     sys.exit(EXIT_FAIL if bad else EXIT_PASS)
+
+
+@mutants.command("auto")
+@click.argument("exercise")
+@click.option(
+    "--budget",
+    type=click.IntRange(1),
+    help="At most N mutants, chosen deterministically: round-robin over the (operator, file) "
+    "groups in name order, each group in mutant-id order, so every operator and file is "
+    "represented before any has a second. Default: all.",
+)
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--no-cache", is_flag=True, help="Grade every mutant again (GRADER_CACHE_DIR/automut is not read)."
+)
+def mutants_auto(exercise, budget, workers, fmt, no_cache):
+    """Grade generated first-order mutants of EXERCISE's solution through the learner's path.
+
+    Operators: see docs/automutants.md (arithmetic, comparison, boolean, constants, removed
+    statements, swapped arguments, slices, and tensor ones: dim, keepdim, triu/tril, diagonal,
+    the mask value, scale, softmax, residual, LayerNorm placement, variance, eps, view order,
+    loss reduction, target shift). Never mutated: `__main__` blocks, docstrings, and messages
+    (the arguments of raise, f-strings, assert messages): the grade checks an exception's type,
+    not its wording. A survivor whose outputs and gradients equal the solution's in float64 on
+    the grader's inputs is likely equivalent; one pinned by hash in EXERCISE/equivalents.toml
+    is a reviewed equivalent; neither counts in the adjusted score. Results are cached by the
+    solution, hidden tests, grader version and mutant. Exit 0 if adjusted >= the exercise's
+    [mutation] floor (default 0.95), 1 below it, 2 on bad input."""
+    from grader.automutants import auto_score, text_report
+    from grader.errors import UsageError
+
+    get_exercise(exercise)
+    try:
+        report = auto_score(exercise, budget, workers, cache=not no_cache)
+    except UsageError as exc:
+        usage_error(str(exc))
+    if fmt == "json":
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        echo(text_report(report), limit=10**7)
+    sys.exit(EXIT_PASS if report.passed else EXIT_FAIL)
