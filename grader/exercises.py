@@ -26,7 +26,10 @@ def load_exercise(exercise_id: str) -> Exercise:
     exercise = read_toml_model(path, Exercise)
     from grader.rules import declaration_problems
 
-    if problems := declaration_problems(exercise):
+    problems = declaration_problems(exercise)
+    if exercise.id != exercise_id:
+        problems.insert(0, f"id {exercise.id!r} differs from the folder name {exercise_id!r}")
+    if problems:
         raise ExerciseFileError("\n".join(f"{shown_path(path)}: {p}" for p in problems))
     return exercise
 
