@@ -63,7 +63,7 @@ def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
     """x times factor, elementwise, in x's dtype."""
     return x * factor
 ''',
-        f"hidden/test_{module}.py": f'''"""Hidden tests for {exercise_id}: the learner's {module}.py against torch."""
+        f"hidden/test_{module}.py": f'''"""Hidden tests for {exercise_id}: {module}.py against torch."""
 from hypothesis import strategies as st
 
 from grader.testkit import check, expect_close, expect_shape, explore, random_tensor, seeds, sizes
@@ -106,7 +106,9 @@ replace = "return x + factor"
 def scaffold(exercise_id: str, folder: Path) -> list[Path]:
     """Write scaffold_files into `folder`, which must not exist or be empty (UsageError)."""
     if not EXERCISE_ID.match(exercise_id):
-        raise UsageError(f"exercise id {exercise_id!r}: use lowercase letters, digits and '-' (e.g. day50-topk)")
+        raise UsageError(
+            f"exercise id {exercise_id!r}: use lowercase letters, digits and '-' (e.g. day50-topk)"
+        )
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise UsageError(f"{shown_path(folder)}: exists and is not empty; give a new folder")
     written = []
@@ -171,8 +173,9 @@ def file_problems(exercise_id: str) -> list[str]:
     return problems
 
 
-def check_exercise(exercise_id: str, *, auto: bool = True, budget: int | None = None, workers: int = 2,
-                   progress=None) -> Summary:
+def check_exercise(
+    exercise_id: str, *, auto: bool = True, budget: int | None = None, workers: int = 2, progress=None
+) -> Summary:
     """The summary of `grader exercise check`; ExerciseFileError (exit 2) when the folder is
     unusable."""
     from grader.mutants import cases, verify
@@ -224,7 +227,8 @@ def render_text(summary: Summary) -> str:
         width = max(len(r.name) for r in summary.rows)
         lines = [f"{summary.exercise}"]
         lines += [
-            f"{'ok  ' if r.ok else 'FAIL'} {r.kind:11} {r.name:{width}} {r.score:>16}  {r.why}" for r in summary.rows
+            f"{'ok  ' if r.ok else 'FAIL'} {r.kind:11} {r.name:{width}} {r.score:>16}  {r.why}"
+            for r in summary.rows
         ]
         lines.append("green" if summary.ok else "red")
         return "\n".join(lines)
@@ -233,6 +237,6 @@ def render_text(summary: Summary) -> str:
         table.add_column(column)
     for r in summary.rows:
         table.add_row("ok" if r.ok else "FAIL", r.kind, r.name, r.score, r.why)
-    console = Console(width=160, file=io.StringIO())
-    console.print(table)
-    return console.file.getvalue()
+    out = io.StringIO()
+    Console(width=160, file=out).print(table)
+    return out.getvalue()
