@@ -162,6 +162,8 @@ def test_every_message_of_real_grades_has_a_translation():
             if item.message_id:
                 seen.add(item.message_id)
                 seen.update(ids(item.message_params))
+            if getattr(item, "message_i18n", {}).get("zh-TW"):  # a mutant's message: data, translated
+                continue
             if item.message and not getattr(item, "passed", False):
                 zh = render(item.message, "zh-TW", item.message_id, item.message_params)
                 assert CJK.search(zh), item.message
