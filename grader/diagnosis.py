@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 from grader.answers import parse_choice
 from grader.locale import Message, msg
-from grader.models import RULES
+from grader.rules import all_rules
 
-RULE_IDS = tuple(r for r in RULES if r != "quiz")  # what a diagnosis may name
+# what a diagnosis may name: every rule but the quiz's, the exercises' own rules too
+RULE_IDS = tuple(r for r in all_rules() if r != "quiz")
 _DAY = re.compile(r"(?:day\s*)?(?P<day>\d{1,3})(?:\.0*)?", re.IGNORECASE | re.ASCII)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from exercises import EXERCISES_DIR
-from grader.errors import ExerciseFileError, UnknownExercise
+from grader.errors import ExerciseFileError, UnknownExercise, shown_path
 from grader.models import Exercise
 
 
@@ -23,7 +23,15 @@ def load_exercise(exercise_id: str) -> Exercise:
     if not path.is_file():
         known = ", ".join(e.id for e in all_exercises())
         raise UnknownExercise(f"unknown exercise {exercise_id!r}; known exercises: {known}")
-    return read_toml_model(path, Exercise)
+    exercise = read_toml_model(path, Exercise)
+    from grader.rules import declaration_problems
+
+    problems = declaration_problems(exercise)
+    if exercise.id != exercise_id:
+        problems.insert(0, f"id {exercise.id!r} differs from the folder name {exercise_id!r}")
+    if problems:
+        raise ExerciseFileError("\n".join(f"{shown_path(path)}: {p}" for p in problems))
+    return exercise
 
 
 def read_toml_model(path: Path, model, error=ExerciseFileError):

@@ -132,6 +132,7 @@ def grade_code(
             session,
             before_checks=lambda: loaded(session, exercise),
             name_failure=bug_namer(exercise, session) if name_bugs else None,
+            exercise=exercise,
             max_failures=max_failures,
         )
         if collected.problem is not None:

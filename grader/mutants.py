@@ -16,16 +16,16 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from exercises import EXERCISES_DIR
-from grader.errors import MutantError
-from grader.exercises import read_toml_model
-from grader.models import Grade, Rule, Title
+from grader.errors import ExerciseFileError, MutantError, shown_path
+from grader.exercises import load_exercise, read_toml_model
+from grader.models import Exercise, Grade, Rule, Title
 from mutants import ALTERNATIVES_DIR, MUTANTS_DIR
 
 
 class Edit(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    exercise: str
+    exercise: str = ""  # in an exercise's own mutants/ folder, that exercise when left out
     file: str
     find: str
     replace: str
@@ -50,14 +50,29 @@ class Mutant(BaseModel):
         return sorted({e.exercise for e in self.edit})
 
 
+def mutant_files() -> list[tuple[Path, str]]:
+    """(TOML file, the exercise its edits default to) of every mutant: the shared mutants/ folder
+    (no default), then each exercise's own `<exercise>/mutants/`."""
+    shared = [(p, "") for p in sorted(MUTANTS_DIR.glob("*.toml"))]
+    own = [(p, p.parent.parent.name) for p in sorted(EXERCISES_DIR.glob("*/mutants/*.toml"))]
+    return shared + own
+
+
 def load_mutants() -> list[Mutant]:
-    found = []
-    for path in sorted(MUTANTS_DIR.glob("*.toml")):
+    found: dict[str, Mutant] = {}
+    for path, exercise in mutant_files():
         mutant = read_toml_model(path, Mutant, MutantError)
         if mutant.id != path.stem:
-            raise MutantError(f"{path.name}: id {mutant.id!r} differs from the file name")
-        found.append(mutant)
-    return found
+            raise MutantError(f"{shown_path(path)}: id {mutant.id!r} differs from the file name")
+        if mutant.id in found:
+            raise MutantError(f"{shown_path(path)}: mutant id {mutant.id!r} is used twice")
+        for i, edit in enumerate(mutant.edit, 1):
+            if not edit.exercise:
+                if not exercise:
+                    raise MutantError(f"{shown_path(path)}: [[edit]] #{i}: missing key 'exercise'")
+                edit.exercise = exercise
+        found[mutant.id] = mutant
+    return list(found.values())
 
 
 def apply_mutant(mutant: Mutant, exercise: str, target: Path) -> Path:
@@ -92,8 +107,11 @@ def _edited(mutant: Mutant, exercise: str, files: dict[str, str]) -> dict[str, s
 
 
 def alternatives() -> list[tuple[str, str, Path]]:
-    """(exercise, name, folder) of every alternative correct submission."""
-    return [(d.parent.name, d.name, d) for d in sorted(ALTERNATIVES_DIR.glob("*/*")) if d.is_dir()]
+    """(exercise, name, folder) of every alternative correct submission: the shared
+    mutants/alternatives/<exercise>/NAME/ and each exercise's own `<exercise>/alternatives/NAME/`."""
+    shared = [(d.parent.name, d.name, d) for d in sorted(ALTERNATIVES_DIR.glob("*/*")) if d.is_dir()]
+    own = [(d.parent.parent.name, d.name, d) for d in sorted(EXERCISES_DIR.glob("*/alternatives/*"))]
+    return shared + [a for a in own if a[2].is_dir()]
 
 
 # -- verification -----------------------------------------------------------------------------
@@ -126,7 +144,8 @@ def cases(exercise: str | None = None) -> list[Case]:
         for ex, name, _ in alternatives()
         if exercise in (None, ex)
     ]
-    for m in load_mutants():
+    mutants = {m.id: m for m in load_mutants()}
+    for m in mutants.values():
         for ex in m.exercises:
             if exercise in (None, ex):
                 out.append(
@@ -139,19 +158,33 @@ def cases(exercise: str | None = None) -> list[Case]:
                         named=[m.id],  # the mutant is its own fingerprint (grader.fingerprints)
                     )
                 )
-    if exercise in (None, "day49-bughunt"):
-        # the bug-hunt starter is a mutant with four bugs: each must be caught and named
-        out.append(
-            Case(
-                kind="starter",
-                name="starter",
-                exercise="day49-bughunt",
-                expected_rules=["attention-scaling", "causal-mask", "pre-ln-residual", "target-shift"],
-                symptoms=["nan-forward"],
-                named=["scale-by-d-model", "mask-diagonal-0", "post-ln", "unshifted-targets"],
-            )
-        )
+    for ex_dir in sorted(EXERCISES_DIR.glob("*/exercise.toml")):
+        ex = ex_dir.parent.name
+        if exercise in (None, ex):
+            out += starter_cases(load_exercise(ex), mutants)
     return out
+
+
+def starter_cases(ex: Exercise, mutants: dict[str, Mutant]) -> list[Case]:
+    """A starter that is the solution with known bugs (exercise.toml `starter_mutants`, a bug
+    hunt): one case, in which each bug must be caught by a check of its rule and named."""
+    if not ex.starter_mutants:
+        return []
+    unknown = [m for m in ex.starter_mutants if m not in mutants]
+    if unknown:
+        path = shown_path(EXERCISES_DIR / ex.id / "exercise.toml")
+        raise ExerciseFileError(f"{path}: starter_mutants: unknown mutant {unknown[0]!r}")
+    bugs = [mutants[m] for m in ex.starter_mutants]
+    return [
+        Case(
+            kind="starter",
+            name="starter",
+            exercise=ex.id,
+            expected_rules=list(dict.fromkeys(m.rule for m in bugs)),
+            symptoms=ex.starter_symptoms,
+            named=ex.starter_mutants,
+        )
+    ]
 
 
 def judge(case: Case, grade: Grade) -> Verdict:
@@ -177,7 +210,6 @@ def grade_case(case: Case) -> Verdict:
     """One case's verdict. A case that cannot be graded at all (exit 2 for `grader grade`) is a
     failed verdict naming why, never an exception: one bad case must not end the whole run."""
     from grader.errors import UsageError
-    from grader.exercises import load_exercise
     from grader.grading import failed_grade, grade
 
     try:
@@ -195,7 +227,8 @@ def _grade_case(case: Case, grade) -> Verdict:
         elif case.kind == "starter":
             path = EXERCISES_DIR / case.exercise / "starter"
         elif case.kind == "alternative":
-            path = ALTERNATIVES_DIR / case.exercise / case.name
+            found = [d for ex, name, d in alternatives() if (ex, name) == (case.exercise, case.name)]
+            path = found[0] if found else ALTERNATIVES_DIR / case.exercise / case.name
         else:
             mutant = next(m for m in load_mutants() if m.id == case.name)
             path = apply_mutant(mutant, case.exercise, Path(tmp) / "submission")

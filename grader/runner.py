@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.errors import ExerciseFileError
 from grader.jail.client import JailError, JailTimeout, LearnerError
 from grader.locale import message_of, msg
 from grader.models import CheckResult, Diagnosis
@@ -23,8 +24,11 @@ INI = Path(__file__).with_name("hidden-pytest.ini")
 class _CheckCollector:
     """A pytest plugin: provides the `submission` fixture and turns reports into CheckResults."""
 
-    def __init__(self, submission, before_checks=None, name_failure=None):
+    def __init__(self, submission, before_checks=None, name_failure=None, exercise=None):
         self._submission = submission
+        self._exercise = exercise  # models.Exercise: its markers are checked against it
+        self.exercise_errors: list[str] = []
+        self._collect_only = False
         self._before_checks = before_checks
         self._name_failure = name_failure  # check id -> diagnoses naming its bug (grader.fingerprints)
         self.problem: tuple[str, str] | None = None
@@ -44,12 +48,16 @@ class _CheckCollector:
         self.needs = {check_id(item): tuple(m.kwargs.get("needs", ())) for item, m in marked}
         where = {check_id(item): item.nodeid for item, _ in marked}
         self.needs_errors = needs_errors(self.needs, where)
+        if self._exercise is not None:
+            hidden = Path(session.config.rootpath)
+            found = [(str(hidden / item.nodeid), check_id(item), m.kwargs) for item, m in marked]
+            self.exercise_errors = marker_problems(self._exercise, found)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session):
         """After collection, before the first check: hidden tests whose needs are broken run no
         check (the grader's bug), nor does a submission that cannot be loaded."""
-        if self.needs_errors:
+        if self.needs_errors or self.exercise_errors or self._collect_only:
             return True
         if self._before_checks is not None:
             self.problem = self._before_checks()
@@ -126,6 +134,38 @@ class _CheckCollector:
 def check_id(item) -> str:
     """A check's id: its test's name without `test_`, `_` written `-` (what `needs` names)."""
     return item.name.removeprefix("test_").replace("_", "-")
+
+
+def marker_problems(exercise, marked: Sequence[tuple[str, str, Mapping]]) -> list[str]:
+    """What is wrong with the hidden tests' check markers for `exercise` (models.Exercise), one
+    line each naming the test (`marked`: (hidden file::test, check id, marker kwargs)): a rule
+    that is neither shipped nor declared in exercise.toml, a check id used twice, and points
+    that do not add up to exercise.toml's `points`."""
+    from grader.errors import shown_path
+    from grader.exercises import exercise_dir
+    from grader.rules import exercise_rules
+
+    known = exercise_rules(exercise)
+    problems = []
+    seen: dict[str, str] = {}
+    for where, cid, meta in marked:
+        where = shown_path(where.split("::")[0]) + "::" + where.split("::", 1)[-1]
+        rule = meta.get("rule")
+        if rule not in known:
+            problems.append(
+                f"{where}: unknown rule {rule!r}; declare it in exercise.toml [[rules]] "
+                f"(known rules: {', '.join(known)})"
+            )
+        if cid in seen:
+            problems.append(f"{where}: check id {cid!r} is used twice (also by {seen[cid]})")
+        seen.setdefault(cid, where)
+    total = round(sum(float(meta.get("points", 0)) for _, _, meta in marked), 6)
+    if marked and total != float(exercise.points):
+        toml = shown_path(exercise_dir(exercise.id) / "exercise.toml")
+        problems.append(
+            f"{toml}: points = {exercise.points:g}, but the checks of hidden/ add up to {total:g}"
+        )
+    return problems
 
 
 def needs_errors(needs: Mapping[str, Sequence[str]], where: Mapping[str, str]) -> list[str]:
@@ -256,13 +296,22 @@ def stopped_at(what, where: list[tuple[str, str, int]]):
 
 
 def run_hidden_tests(
-    hidden_dir: Path, submission, before_checks=None, name_failure=None, max_failures: int | None = None
+    hidden_dir: Path,
+    submission,
+    before_checks=None,
+    name_failure=None,
+    max_failures: int | None = None,
+    exercise=None,
+    collect_only: bool = False,
 ) -> _CheckCollector:
     """before_checks() -> (error kind, message) or None: called once tests are collected; when it
     returns a problem no check runs and `collector.problem` holds it. name_failure(check id) ->
     diagnoses: called for each failed check, to name its bug. max_failures: stop after this many
-    failed checks (the later ones are not run, nor reported): for a verdict, not a learner's grade."""
-    collector = _CheckCollector(submission, before_checks, name_failure)
+    failed checks (the later ones are not run, nor reported): for a verdict, not a learner's grade.
+    exercise: the markers are checked against it (marker_problems), an ExerciseFileError (exit 2)
+    naming each problem. collect_only: run no check (the markers' validation alone)."""
+    collector = _CheckCollector(submission, before_checks, name_failure, exercise)
+    collector._collect_only = collect_only
     args = [
         str(hidden_dir),
         "-c",
@@ -285,6 +334,8 @@ def run_hidden_tests(
     if max_failures is not None:
         args.append(f"--maxfail={max_failures}")
     code = pytest.main(args, plugins=[collector])
+    if collector.exercise_errors:
+        raise ExerciseFileError("\n".join(collector.exercise_errors))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(
             f"hidden tests in {hidden_dir} could not run (pytest exit {code}): "

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from markupsafe import Markup
 
 from grader.locale import normalize_lang
-from grader.models import RULES, CheckResult, Grade
+from grader.models import CheckResult, Grade
+from grader.rules import all_rules
 from reports import svg
 from reports.gradebook import render_csv
 from reports.html import HTML_LANG, environment, translator
@@ -158,7 +159,7 @@ def summarize(grades: list[Grade], lang: str = "en") -> ClassSummary:
             if key not in diagnoses:
                 diagnoses[key] = DiagnosisStat(d.rule, d.day, d.mutant, diagnosis_message(d, lang))
             diagnoses[key].count += 1
-    order = {rule: i for i, rule in enumerate(RULES)}
+    order = {rule: i for i, rule in enumerate(all_rules())}
     return ClassSummary(
         lang=lang,
         n=len(grades),
@@ -167,7 +168,7 @@ def summarize(grades: list[Grade], lang: str = "en") -> ClassSummary:
         median_percent=statistics.median(percents) if percents else 0.0,
         histogram=histogram,
         checks=sorted(checks.values(), key=lambda s: (s.exercise, s.day, s.rule, s.id)),
-        rules=sorted(rules.values(), key=lambda r: order.get(r.rule, 99)),
+        rules=sorted(rules.values(), key=lambda r: (order.get(r.rule, len(order)), r.rule)),
         diagnoses=sorted(diagnoses.values(), key=lambda d: (-d.count, d.day, d.rule, d.mutant or "")),
         errors=dict(Counter(g.error.kind for g in grades if g.error)),
         exercises=sorted({g.exercise for g in grades}),

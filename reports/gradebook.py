@@ -31,6 +31,19 @@ from reports.view import root_causes_of, shown
 
 MAX_CELL = 1024
 
+
+def _rules() -> list[str]:
+    """A score column per rule: the shipped ones and those the exercises declare (grader.rules;
+    the shipped ones alone on an install without the exercises)."""
+    try:
+        from grader.rules import all_rules
+    except ImportError:
+        return list(RULES)
+    return all_rules()
+
+
+RULE_COLUMNS = _rules()
+
 COLUMNS = (
     [
         "student",
@@ -43,7 +56,7 @@ COLUMNS = (
         "checks_passed",
         "checks_total",
     ]
-    + [f"score:{rule}" for rule in RULES]
+    + [f"score:{rule}" for rule in RULE_COLUMNS]
     + ["diagnosed", "symptoms", "root_causes"]
 )
 
@@ -93,7 +106,7 @@ def row(grade: Grade) -> dict[str, str]:
             dict.fromkeys(r.id for roots in root_causes_of(grade.checks).values() for r in roots)
         ),
     }
-    values.update({f"score:{rule}": by_rule.get(rule) for rule in RULES})
+    values.update({f"score:{rule}": by_rule.get(rule) for rule in RULE_COLUMNS})
     return {k: _cell(values[k]) for k in COLUMNS}
 
 

@@ -162,6 +162,8 @@ def test_every_message_of_real_grades_has_a_translation():
             if item.message_id:
                 seen.add(item.message_id)
                 seen.update(ids(item.message_params))
+            if getattr(item, "message_i18n", {}).get("zh-TW"):  # a mutant's message: data, translated
+                continue
             if item.message and not getattr(item, "passed", False):
                 # a mutant named by the replay carries its TOML's own translation
                 zh = getattr(item, "message_i18n", {}).get("zh-TW") or render(

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "starter": ("grader.cli.grade", "starter"),
     "grade": ("grader.cli.grade", "grade"),
     "mutants": ("grader.cli.mutants", "mutants"),
+    "exercise": ("grader.cli.exercise", "exercise"),
     "doctor": ("grader.cli.doctor", "doctor"),
     "batch": ("grader.cli.batch", "batch"),
     "regrade": ("grader.cli.batch", "regrade"),
@@ -47,7 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 # The commands that grade, or open a gradebook: only the `[grading]` install has what they import.
 GRADING_COMMANDS = frozenset(
-    {"grade", "batch", "regrade", "mutants", "doctor", "gradebook", "serve", "tokens"}
+    {"grade", "batch", "regrade", "mutants", "exercise", "doctor", "gradebook", "serve", "tokens"}
 )
 
 # The import names of the `[grading]` extra's distributions (pyproject.toml; tests/test_client.py
