@@ -92,7 +92,7 @@ def test_known_limits_are_read_and_reach_the_jail(tmp_path, use_course):
 
 @pytest.mark.parametrize("extra, where", [
     ("\ncolour = 'red'\n", "(top level): unknown key 'colour'; known keys: day, days, files, id, kind, "
-                           "limits, names, points, title"),
+                           "limits, mutation, names, points, rules, starter_mutants, starter_symptoms, title"),
     ("\n[title]\nfr = 'x'\n", None),       # [title] is defined already: a TOML error, also refused
 ])
 def test_unknown_top_level_keys_are_errors(tmp_path, use_course, extra, where):
@@ -104,7 +104,7 @@ def test_unknown_top_level_keys_are_errors(tmp_path, use_course, extra, where):
         exercises.load_exercise(QUIZ)
     message = str(caught.value)
     assert message.startswith(f"{folder / QUIZ / 'exercise.toml'}: ")
-    assert (where in message) if where else ("not valid TOML" in message)
+    assert (where in message) if where else ("not valid TOML" in message), message
 
 
 def test_an_unknown_title_language_names_the_title_table(tmp_path, use_course):
