@@ -51,6 +51,7 @@ class Namer:
         folder = exercise_dir(exercise.id) / "solution"
         self.solution = {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.py"))}
         self._suspects: list[list[Suspect]] | None = None
+        self.named: set[str] = set()  # the mutants named on this submission's checks so far
 
     def suspects(self) -> list[list[Suspect]]:
         """Rounds of suspects, tried in order until one round names someone."""
@@ -101,9 +102,17 @@ class Namer:
                         (suspect, sum(_distance(a, b) for a, b in zip(learner, outcomes, strict=True)))
                     )
             if found:
-                found.sort(key=lambda f: f[1])
+                # several bugs answer alike here: those already named on other checks explain it
+                # best (one bug behind many failures), e.g. a NaN training curve that any bug
+                # making NaN logits matches
+                known = [f for f in found if f[0].ids <= self.named]
+                found = sorted(known or found, key=lambda f: f[1])
                 named = {m.id: m for suspect, _ in found for m in suspect.mutants}
-                return [_diagnosis(m, check) for m in named.values()][:FINGERPRINT_NAMES]
+                # a bug is told once, by the first check that found it (the report lists the
+                # checks a root cause breaks)
+                fresh = [m for m in named.values() if m.id not in self.named]
+                self.named |= set(named)
+                return [_diagnosis(m, check) for m in fresh][:FINGERPRINT_NAMES]
         return []
 
     def _late(self) -> bool:

@@ -68,6 +68,9 @@ def invalid_grade() -> Grade:
         return grade("day45-attention", folder, student="s-invalid")
 
 
+NO_CAUSAL_MASK = next(m.message for m in load_mutants() if m.id == "no-causal-mask")
+
+
 def hostile_grade() -> Grade:
     """Learner text everywhere a learner can put some, and far too much of it."""
     huge = "A" * (300 * 1024)
@@ -87,8 +90,8 @@ def hostile_grade() -> Grade:
                         title="n_head must divide d_model"),
         ],
         diagnosis=[Diagnosis(rule="causal-mask", day=44, mutant="no-causal-mask", check="huge",
-                             message="causal=True has no effect: future tokens leak",
-                             message_id="causal=True has no effect: future tokens leak")],
+                             message=NO_CAUSAL_MASK.en,
+                             message_i18n={"en": NO_CAUSAL_MASK.en, "zh-TW": NO_CAUSAL_MASK.zh_TW})],
         error=GradeError(kind="crash", message=f"importing attention.py raised RuntimeError: {HOSTILE}"),
         warnings=[HOSTILE], output=(HOSTILE + "\n") * 40000, isolation="bubblewrap",
         grader_version="test")
