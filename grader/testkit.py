@@ -291,6 +291,27 @@ def expect_raises(call, error_type: str, what: str, hint: str = ""):
 # -- the training probe's corpus -----------------------------------------------------------------
 
 
+def randomize(module: torch.nn.Module, seed: int) -> torch.nn.Module:
+    """Random weights of a realistic size, so that every part of the computation shows in the output.
+
+    Norm gains near 1, biases near 0, matrices with unit-variance outputs, embeddings N(0, 1).
+    A tied matrix is visited once (named_parameters skips the duplicate) and gets the embedding scale.
+    """
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            r = torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.dtype)
+            if name.endswith("bias"):
+                p.copy_(0.2 * r)
+            elif p.dim() == 1:
+                p.copy_(1.0 + 0.2 * r)
+            elif name.startswith(("wte.", "wpe.")):
+                p.copy_(r)
+            else:
+                p.copy_(r / math.sqrt(p.shape[1]))
+    return module
+
+
 def markov_corpus(vocab_size: int, branching: int, length: int, seed: int = 0):
     """A random Markov chain: each token is followed by one of `branching` successors, uniformly.
 

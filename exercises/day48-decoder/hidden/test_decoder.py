@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import reference_model as ref
 from grader.testkit import (
+    randomize,
     CheckFailure,
     LearnerError,
     as_tensor,
@@ -58,26 +59,6 @@ def tokens(B, T, vocab_size, seed=0):
     g = torch.Generator().manual_seed(seed)
     return torch.randint(vocab_size, (B, T), generator=g)
 
-
-def randomize(module, seed):
-    """Random weights of a realistic size, so that every part of the computation shows in the output.
-
-    Norm gains near 1, biases near 0, matrices with unit-variance outputs, embeddings N(0, 1).
-    A tied matrix is visited once (named_parameters skips the duplicate) and gets the embedding scale.
-    """
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            r = torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.dtype)
-            if name.endswith("bias"):
-                p.copy_(0.2 * r)
-            elif p.dim() == 1:
-                p.copy_(1.0 + 0.2 * r)
-            elif name.startswith(("wte.", "wpe.")):
-                p.copy_(r)
-            else:
-                p.copy_(r / math.sqrt(p.shape[1]))
-    return module
 
 
 def pair(submission, reference, learner, seed):

@@ -10,7 +10,7 @@ from grader.diagnosis import AcceptedDiagnosis, symptom_letter
 from grader.diagnosis import judge_bug as diagnosis_of_bug
 from grader.testkit import (LEARNED_MARGIN, LearnerError, ProbeResult, check, construct, dtype_name,
                             expect_close, expect_dtype, expect_shape, expect_tuple, fail, is_close,
-                            judge_probe, judge_training, markov_corpus, max_error, msg, reported_curve,
+                            judge_probe, judge_training, markov_corpus, max_error, msg, randomize, reported_curve,
                             tolerance, training_probe, type_name)
 
 V, BLOCK, D_MODEL, N_HEAD = 100, 16, 32, 4
@@ -307,23 +307,6 @@ def expect_default_run(submission, steps: int = 2):
 TOY = dict(vocab_size=V, block_size=BLOCK, d_model=D_MODEL, n_layer=2, n_head=N_HEAD)
 TOY_REDUCTION = TOY["n_layer"] * 5 * D_MODEL + D_MODEL    # terms summed on the way to a logit
 
-
-def randomize(module, seed: int):
-    """Random weights of a realistic size, so that every part of the GPT shows in its logits:
-    norm gains near 1, biases near 0, matrices with unit-variance outputs, embeddings N(0, 1)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            r = torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.dtype)
-            if name.endswith("bias"):
-                p.copy_(0.2 * r)
-            elif p.dim() == 1:
-                p.copy_(1.0 + 0.2 * r)
-            elif name.startswith(("wte.", "wpe.")):
-                p.copy_(r)
-            else:
-                p.copy_(r / math.sqrt(p.shape[1]))
-    return module
 
 
 def expect_toy_ledger(submission, model):
