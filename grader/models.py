@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -304,6 +305,23 @@ class GradeError(Said):
     kind: ErrorKind
 
 
+class Adjustment(Record):
+    """A change to a grade's score made after grading, by the course's rules or by a person:
+    a late penalty (by the course policy, from the LMS's own timestamps) or an instructor's
+    override (with its reason and author). The grade keeps its checks as graded; `score` of the
+    adjusted grade is `after` of its last adjustment (grader/store/gradebook.py applies them)."""
+
+    kind: Literal["late-penalty", "override"]
+    before: float  # the score before this adjustment
+    after: float  # the score after it
+    reason: str = ""  # the instructor's words (override), or how late and by which rule
+    author: str = ""  # who overrode it ("" for a policy's penalty)
+    at: datetime | None = None  # when the override was made
+    late_minutes: float | None = None  # late-penalty: after the learner's due
+    late_days: int | None = None  # late-penalty: started days late after the grace period
+    penalty: float | None = None  # late-penalty: fraction of max_score taken
+
+
 class Grade(Record):
     exercise: str
     passed: bool
@@ -319,6 +337,7 @@ class Grade(Record):
     duration_s: float = 0.0
     grader_version: str = ""
     student: str | None = None
+    adjustments: list[Adjustment] = []  # applied when read from the gradebook, never by grading
 
     _parts = ("checks", "diagnosis", "error", "warnings", "output")
 

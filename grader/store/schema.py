@@ -153,7 +153,9 @@ class Learner(Base):
     key: Mapped[str] = mapped_column(CleanString(LEARNER_ID_CHARS), unique=True)
     name: Mapped[str | None] = mapped_column(CleanString(300))
     email: Mapped[str | None] = mapped_column(CleanString(300))
+    lang: Mapped[str | None] = mapped_column(String(10))  # the report language the roster gives (0004)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    removed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # set: left out everywhere (0004)
 
     submissions: Mapped[list[Submission]] = relationship(back_populates="learner")
 
@@ -192,6 +194,8 @@ class Submission(Base):
     submitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # as the LMS says, where it does
     first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    chosen: Mapped[bool] = mapped_column(Boolean, default=False)  # the one that counts, by a person (0004)
+    removed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # set: never counts (0004)
 
     learner: Mapped[Learner] = relationship(back_populates="submissions")
     files: Mapped[list[SubmissionFile]] = relationship(
@@ -424,3 +428,40 @@ class Setting(Base):
 
     key: Mapped[str] = mapped_column(String(100), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+# -- the honest gradebook (migration 0004) --------------------------------------------------------
+
+
+class Override(Base):
+    """An instructor's score for a learner's exercise, with the reason and who gave it. The newest
+    one not revoked applies, whatever grade run is current: it survives every regrade."""
+
+    __tablename__ = "overrides"
+    __table_args__ = (Index("ix_overrides_learner_exercise", "learner_id", "exercise"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    learner_id: Mapped[int] = mapped_column(ForeignKey("learners.id", ondelete="CASCADE"))
+    exercise: Mapped[str] = mapped_column(String(100))
+    score: Mapped[float] = mapped_column(Float)
+    reason: Mapped[str] = mapped_column(CleanText)
+    author: Mapped[str] = mapped_column(CleanString(300))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    revoked_by: Mapped[str | None] = mapped_column(CleanString(300))
+
+
+class AuditEntry(Base):
+    """One change a person (or a command) made to the gradebook, append-only: an override, a
+    removal and its undoing, a chosen submission, a batch or regrade, a publication."""
+
+    __tablename__ = "audit"
+    __table_args__ = (Index("ix_audit_learner_exercise", "learner", "exercise"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    actor: Mapped[str] = mapped_column(CleanString(300), default="")
+    action: Mapped[str] = mapped_column(String(40))
+    learner: Mapped[str | None] = mapped_column(CleanString(LEARNER_ID_CHARS))
+    exercise: Mapped[str | None] = mapped_column(String(100))
+    details: Mapped[dict | None] = mapped_column(SafeJSON)
