@@ -12,8 +12,11 @@ hash, as in a real class.
 from __future__ import annotations
 
 import argparse
+import ast
+import re
 import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 
 from grader.exercises import exercise_dir, load_exercise
@@ -105,6 +108,80 @@ def make_class(
             (folder / name).write_bytes(data)
         manifest[learner] = kind
     return manifest
+
+
+def renamed_locals(source: bytes) -> bytes:
+    """A near copy, as a learner who copies makes one: the same code with every variable assigned
+    inside a function renamed (parameters and module names kept, so it still runs the same)."""
+    tree = ast.parse(source)
+    params = {a.arg for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for a in f.args.args}
+    local = {
+        n.id
+        for f in ast.walk(tree)
+        if isinstance(f, ast.FunctionDef)
+        for n in ast.walk(f)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in params
+    }
+    text = source.decode("utf-8")
+    for name in sorted(local, key=len, reverse=True):
+        text = re.sub(rf"\b{re.escape(name)}\b", f"{name}_v", text)
+    return text.encode("utf-8")
+
+
+CANVAS_NAMES = ("chenwei", "linmei", "wangjun", "huangli", "zhangyu", "liuting", "yangming", "wuhao")
+
+
+def make_canvas_export(
+    exercise_id: str,
+    dest: Path,
+    n: int,
+    *,
+    late: int = 3,
+    copies: int = 2,
+    near_copies: int = 1,
+    wrong_exercise: str | None = "day45-attention",
+    only: tuple[str, ...] = (),
+) -> dict[str, dict]:
+    """A Canvas "Download Submissions" zip of n learners at `dest`, as an instructor gets one:
+    flat files `{name}[_LATE]_{user id}_{submission id}_{file}`. The last `late` learners are late;
+    `copies` learners hand in another learner's files byte for byte and `near_copies` with renamed
+    variables; one learner (when `wrong_exercise` is given) hands in that exercise's solution
+    instead. Returns Canvas user id -> {kind, name, late, copy_of}."""
+    exercise = load_exercise(exercise_id)
+    with tempfile.TemporaryDirectory(prefix="grader-canvas-") as tmp:
+        kinds = make_class(exercise_id, Path(tmp), n, only=only)
+        learners = sorted(kinds)
+        submitted = {who: _read(Path(tmp) / who, exercise.files) for who in learners}
+    manifest: dict[str, dict] = {}
+    for i, who in enumerate(learners):
+        manifest[str(1000 + i)] = {
+            "kind": kinds[who],
+            "name": f"{CANVAS_NAMES[i % len(CANVAS_NAMES)]}{i}",
+            "late": i >= n - late,
+            "copy_of": None,
+            "files": submitted[who],
+        }
+    ids = list(manifest)
+    for j in range(copies + near_copies):  # copiers take from the first learners (correct work)
+        copier, original = ids[-(late + 1 + j)], ids[j % max(1, len(ids) // 4)]
+        files = manifest[original]["files"]
+        if j >= copies:
+            files = {k: renamed_locals(v) if k.endswith(".py") else v for k, v in files.items()}
+        kind = "copy" if j < copies else "near-copy"
+        manifest[copier].update(files=dict(files), kind=kind, copy_of=original)
+    if wrong_exercise is not None:
+        other = load_exercise(wrong_exercise)
+        wrong = ids[len(ids) // 2]
+        files = _read(exercise_dir(wrong_exercise) / "solution", other.files)
+        manifest[wrong].update(files=files, kind=f"wrong-exercise:{wrong_exercise}", copy_of=None)
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
+        for sid, (uid, info) in enumerate(manifest.items(), 50000):
+            flag = "_LATE" if info["late"] else ""
+            for name, data in info["files"].items():
+                zf.writestr(f"{info['name']}{flag}_{uid}_{sid}_{name}", data)
+    return {uid: {k: v for k, v in info.items() if k != "files"} for uid, info in manifest.items()}
 
 
 def main(argv=None) -> None:
