@@ -7,6 +7,13 @@
 - **Moodle**: the assignment's grading worksheet (Download grading worksheet), columns
   `Identifier` ("Participant 1234"), `Full name`, `Email address`, .... Learner id: the participant
   id, 1234 (what `grader batch` reads from Moodle's submission folders).
+- **The report language** (either): neither LMS puts it in these files, so it is one extra column
+  the instructor adds or keeps from a user export, named `Language`, `Lang`, `Preferred language`
+  (Moodle's user profile field) or `Locale` (Canvas' user setting), any case. Its values, as the
+  systems spell them or a person would: `en`, `en_US`, `English` -> en; `zh-TW`, `zh_TW`, `zh_tw`
+  (Moodle's language pack), `zh-Hant` (Canvas' locale), `繁體中文`, `中文` ... -> zh-TW (the
+  only Chinese the reports are written in); empty or any other language: none, the command's
+  `--lang` applies.
 
 Learner ids are canonical as grader.sources.canonical_name makes them, so they meet the ids a batch
 finds. A roster that cannot be read is a RosterError naming the file, the row (the header is row 1)
@@ -29,6 +36,7 @@ from grader.sources import canonical_name
 
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 MOODLE_COLUMNS = ("Identifier", "Full name", "Email address")
+LANGUAGE_COLUMNS = ("language", "lang", "preferred language", "locale")  # compared casefolded
 CANVAS_OWN_ROWS = ("", "Points Possible")  # the `Student` of Canvas' rows that are no student
 MOODLE_IDENTIFIER = re.compile(r"^\D*?(\d+)$")  # "Participant 1234" (the word is translated)
 TOKEN_COLUMNS = ("learner", "name", "email", "token")
@@ -44,6 +52,41 @@ class RosterRow:
     learner: str
     name: str | None
     email: str | None
+    lang: str | None = None  # en or zh-TW, from the language column; None: the command's --lang
+    lms: str = ""  # canvas or moodle: whose ids `learner` is
+    sis_user_id: str = ""  # Canvas' own columns, for its grade import file (grader/publish.py)
+    sis_login_id: str = ""
+    section: str = ""
+
+
+_ENGLISH = ("english", "英文", "英語")
+_CHINESE = (
+    "繁體中文",
+    "正體中文",
+    "简体中文",
+    "簡體中文",
+    "chinese",
+    "traditional chinese",
+    "chinese (traditional)",
+)
+
+
+def roster_lang(value: str) -> str | None:
+    """A roster's language cell as a report language: en, zh-TW, or None (blank, or a language
+    the reports are not written in: the command's --lang applies)."""
+    text = value.strip().casefold()
+    if not text:
+        return None
+    tag = text.split(".")[0].split("@")[0].replace("_", "-")
+    if tag == "en" or tag.startswith("en-") or text in _ENGLISH:
+        return "en"
+    if tag == "zh" or tag.startswith("zh-") or text in _CHINESE or text.startswith("中文"):
+        return "zh-TW"
+    return None
+
+
+def _language_column(header: list[str]) -> str | None:
+    return next((h for h in header if h.casefold() in LANGUAGE_COLUMNS), None)
 
 
 def _text(path: Path) -> str:
@@ -110,6 +153,7 @@ def _learner(path: Path, n: int, column: str, raw: str) -> str:
 
 
 def _canvas(path: Path, header: list[str], reader) -> list[tuple[int, RosterRow]]:
+    language = _language_column(header)
     out = []
     for record in reader:
         n = reader.line_num
@@ -128,6 +172,11 @@ def _canvas(path: Path, header: list[str], reader) -> list[tuple[int, RosterRow]
                     learner=_learner(path, n, "ID", cells["ID"]),
                     name=cells["Student"] or None,
                     email=login if "@" in login else None,
+                    lang=roster_lang(cells[language]) if language else None,
+                    lms="canvas",
+                    sis_user_id=cells.get("SIS User ID", ""),
+                    sis_login_id=login,
+                    section=cells.get("Section", ""),
                 ),
             )
         )
@@ -135,6 +184,7 @@ def _canvas(path: Path, header: list[str], reader) -> list[tuple[int, RosterRow]
 
 
 def _moodle(path: Path, header: list[str], reader) -> list[tuple[int, RosterRow]]:
+    language = _language_column(header)
     out = []
     for record in reader:
         n = reader.line_num
@@ -154,6 +204,8 @@ def _moodle(path: Path, header: list[str], reader) -> list[tuple[int, RosterRow]
                     learner=_learner(path, n, "Identifier", m.group(1)),
                     name=cells["Full name"] or None,
                     email=cells.get("Email address") or None,
+                    lang=roster_lang(cells[language]) if language else None,
+                    lms="moodle",
                 ),
             )
         )
