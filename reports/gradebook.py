@@ -15,6 +15,9 @@ Three tables, each written only here:
   server's GET /api/v1/class/{ex}/grades (CLASS_GRADE_COLUMNS). Light: the student install's
   client writes it, so this module imports nothing that grades.
 
+The LMS grade-import files (reports/lms.py knows their columns and rows) are written by
+`render_rows`.
+
 Every text cell of both is a `cell`: shown as every report shows learner text (grader/text.py
 `shown`: control and invisible characters written out, MAX_CELL bytes at most), then `guard`ed.
 `guard` is the one formula-injection guard: a cell that a spreadsheet would run as a formula
@@ -205,3 +208,16 @@ def render_class_grades_csv(rows: list[dict]) -> str:
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else _cell(v)
 
     return _table(CLASS_GRADE_COLUMNS, ({k: value(r.get(k)) for k in CLASS_GRADE_COLUMNS} for r in rows))
+
+
+# -- the LMS import files (reports/lms.py: their columns and rows) --------------------------------
+
+
+def render_rows(header, rows) -> str:
+    """A table whose cells are already made (`cell`-guarded text, numbers as text), with CRLF
+    line ends (RFC 4180, as Canvas and Moodle write theirs): the LMS import files."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\r\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue()
