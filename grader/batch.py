@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader import __version__
-from grader.errors import BatchError, ExerciseFileError
+from grader.errors import BatchError, ExerciseFileError, UsageError
 from grader.exercises import exercise_dir, load_exercise
 from grader.limits import GRADER_ATTEMPTS
 from grader.locale import Message, message_of, msg
@@ -696,8 +696,12 @@ def output_names(learners) -> dict[str, str]:
     return names
 
 
-def write_outputs(out: Path, gradebook, exercise: Exercise, tally: Tally | None, lang: str) -> list[str]:
-    """The class report and CSV (reports.class_report), one JSON grade per learner, a summary."""
+def write_outputs(
+    out: Path, gradebook, exercise: Exercise, tally: Tally | None, lang: str, policy=None
+) -> list[str]:
+    """The class report and CSV (reports.class_report), one JSON grade per learner, a summary,
+    and the published feedback and LMS import files (grader.publish)."""
+    from grader.publish import publish
     from reports import render
 
     out.mkdir(parents=True, exist_ok=True)
@@ -724,6 +728,10 @@ def write_outputs(out: Path, gradebook, exercise: Exercise, tally: Tally | None,
         (out / "batch.json").write_text(
             json.dumps({"exercise": exercise.id, **tally.as_dict()}, indent=2), encoding="utf-8"
         )
+    try:
+        lines += publish(out, gradebook, exercise, lang, policy)
+    except UsageError as exc:  # --out cannot be written: the grades are recorded all the same
+        raise BatchError(str(exc)) from None
     return lines
 
 

@@ -1,8 +1,9 @@
-"""`grader gradebook export|show`: read the gradebook, never write it.
+"""`grader gradebook export|show|publish`: read the gradebook (publish records a roster and its
+publication in it).
 
-Both require the gradebook to exist (a missing SQLite file is exit 2, and none is created).
+All require the gradebook to exist (a missing SQLite file is exit 2, and none is created).
 Grades are rendered by the same renderers as `grader grade` (reports.render); CSV is written
-only by reports/gradebook.py.
+only by reports/gradebook.py, and the LMS import files by reports/lms.py.
 """
 
 from __future__ import annotations
@@ -217,3 +218,87 @@ def _overview(info: dict, current: list, lang: str, color: bool) -> str:
     for c in current:
         text += "\n" + render(c.grade, "text", lang, color=color)
     return text
+
+
+@gradebook.command("publish")
+@click.argument("exercise")
+@db_option
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the learners' reports, the LMS import files and published.json here.",
+)
+@lang_option
+@click.option(
+    "--course",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The course policy (course.toml): its late penalties apply to the published scores.",
+)
+@click.option(
+    "--roster",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A Canvas gradebook export or Moodle grading worksheet, optionally with a Language "
+    "column: records the names, emails and report languages of the learners in the gradebook, "
+    "and fills Canvas' SIS and Section columns.",
+)
+@click.option(
+    "--canvas-assignment",
+    metavar="'NAME (ID)'",
+    help="The Canvas assignment the grades are for, as Canvas titles its column: "
+    "'Day 49 data (12345)' [default: the exercise's title, matched by title].",
+)
+def gradebook_publish(exercise, db, out, lang, course, roster, canvas_assignment):
+    """Publish EXERCISE's feedback and grades from the gradebook into OUT.
+
+    \b
+    learners/<name>.html and .md  each learner's report, in their roster language or --lang
+    canvas-import.csv             for Canvas: Grades > Import
+    moodle-import.csv             for Moodle: Grades > Import > CSV file (matched by email)
+    moodle-worksheet.csv          for Moodle: the assignment's Upload grading worksheet
+    published.json                learner -> language, score and files
+
+    The scores are the final ones (late penalties by --course, overrides). Removed learners are
+    left out. Exit 0 when published; 2 for an unknown exercise, a gradebook that does not exist,
+    a malformed course.toml or roster, or an exercise the gradebook has no grade of.
+    """
+    from grader.errors import UsageError
+    from grader.publish import publish
+
+    ex = get_exercise(exercise)
+    policy = _policy(course, ex.id)
+    rows = None
+    if roster is not None:
+        from grader.service.roster import read_roster
+
+        try:
+            rows = read_roster(roster)
+        except UsageError as exc:
+            usage_error(f"--roster: {exc}")
+    gb = open_gradebook(db)
+    try:
+        if not gb.current_grades(ex.id):
+            usage_error(f"EXERCISE: the gradebook {db} holds no grade of {ex.id}")
+        try:
+            lines = publish(out, gb, ex, lang, policy, roster=rows, canvas_assignment=canvas_assignment)
+        except UsageError as exc:
+            usage_error(str(exc))
+    finally:
+        gb.close()
+    for line in lines:
+        echo(line)
+    sys.exit(EXIT_PASS)
+
+
+def _policy(course: Path | None, exercise: str):
+    """course.toml, checked against the course's exercises (None: no policy given)."""
+    if course is None:
+        return None
+    from grader.errors import UsageError
+    from grader.exercises import all_exercises
+    from grader.service.policy import load_policy
+
+    try:
+        return load_policy(course, [e.id for e in all_exercises()] or [exercise])
+    except UsageError as exc:
+        usage_error(f"--course: {exc}")

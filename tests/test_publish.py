@@ -1,0 +1,338 @@
+"""Publishing an exercise's feedback (grader/publish.py): each learner's report as a page and as
+Markdown in their language, and the grade-import files of Canvas and Moodle (reports/lms.py).
+
+A small gradebook of hand-made grades (Gradebook.record), published in English with a roster
+that gives one learner zh-TW, and in zh-TW; the pages are parsed (BeautifulSoup, as every report
+test here) and must fetch nothing; the CSVs are read back as the LMS reads them, their header rows
+compared with the columns Canvas' and Moodle's importers read (written out here, from their
+documentation and importers, not taken from the code under test). One real `grader batch --out`
+of two learners on day49-data writes the same files.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+from sqlalchemy import update
+
+from grader.exercises import load_exercise
+from grader.models import CheckResult, Diagnosis, Grade, GradeError
+from grader.publish import MANIFEST, publish
+from grader.service.roster import read_roster, roster_lang
+from grader.store import Gradebook, Incoming, Outcome
+from grader.store.schema import Learner
+
+ROOT = Path(__file__).resolve().parents[1]
+EXERCISE = "day49-data"
+# the columns as Canvas' gradebook import reads them (lib/gradebook_importer.rb; its export writes
+# the same): the student columns, then the assignment as "Title (assignment id)"
+CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+# Moodle's offline grading worksheet (mod/assign/feedback/offline): Identifier, Grade and
+# "Last modified (grade)" are required by its importer, "Feedback comments" is the comments' column
+MOODLE_WORKSHEET_HEADER = ["Identifier", "Full name", "Email address", "Grade", "Maximum grade",
+                           "Last modified (grade)", "Feedback comments"]
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+HOSTILE_ID = "=cmd|' /C calc'!A0"
+HOSTILE_NAME = '=HYPERLINK("http://evil.example/x","click")'
+
+
+def check(cid: str, passed: bool, points: float, max_points: float = 5.0) -> CheckResult:
+    return CheckResult(id=cid, passed=passed, points=points, max_points=max_points, rule="target-shift",
+                       day=49, title=cid.replace("-", " "), message="" if passed else "wrong targets")
+
+
+def grade(student: str, score: float, *, diagnosis: bool = False, error: bool = False) -> Grade:
+    checks = [check("targets-shifted", score >= 10, min(score, 10.0), 10.0),
+              check("windows-in-range", score >= 20, max(score - 10, 0.0), 10.0)]
+    return Grade(
+        exercise=EXERCISE, passed=score == 20, score=score, max_score=20.0, checks=[] if error else checks,
+        diagnosis=[Diagnosis(rule="target-shift", day=49, mutant="unshifted-targets",
+                             message="the targets are the inputs, not shifted by one",
+                             message_i18n={"zh-TW": "目標就是輸入，沒有位移一格"})] if diagnosis else [],
+        error=GradeError(kind="invalid-submission", message="data.py is missing") if error else None,
+        isolation="none", student=student)
+
+
+# learner -> (name, layout, grade): Canvas user ids, a Moodle participant, a hostile id and name
+CLASS = {
+    "1001": ("Chen, Mei", "canvas", grade("1001", 12.5, diagnosis=True)),
+    "1002": (HOSTILE_NAME, "canvas", grade("1002", 20.0)),
+    "1003": ("Lin, Wei", "canvas", grade("1003", 7.25, diagnosis=True)),
+    "2001": ("Wang Fang", "moodle", grade("2001", 15.0, diagnosis=True)),
+    HOSTILE_ID: (None, "folder", grade(HOSTILE_ID, 0.0, error=True)),
+}
+
+
+@pytest.fixture
+def book(tmp_path):
+    gb = Gradebook(str(tmp_path / "class.db"))
+    ex = load_exercise(EXERCISE)
+    version = gb.exercise_version(EXERCISE, "v" * 64, ex.points, ex.title.en)
+    for learner, (name, layout, g) in CLASS.items():
+        [sid] = gb.add_submissions(EXERCISE, [Incoming(learner=learner, name=name, layout=layout,
+                                                       files={"data.py": learner.encode()})])
+        gb.record(sid, version, Outcome(status="graded", grade=g))
+    yield gb
+    gb.close()
+
+
+@pytest.fixture
+def roster(tmp_path) -> Path:
+    """A Canvas gradebook export with a Language column: 1001 reads zh-TW (Canvas' zh-Hant)."""
+    path = tmp_path / "roster.csv"
+    path.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section,Language\n"
+        "    Points Possible,,,,,\n"
+        "\"Chen, Mei\",1001,S-1001,mei@example.edu,Section A,zh-Hant\n"
+        f"\"{HOSTILE_NAME.replace(chr(34), chr(34) * 2)}\",1002,S-1002,x@example.edu,Section A,en\n"
+        "\"Lin, Wei\",1003,S-1003,wei@example.edu,Section B,\n"
+        "\"Not Handed In\",1999,S-1999,no@example.edu,Section B,zh-TW\n",
+        encoding="utf-8")
+    return path
+
+
+def final_scores(gb) -> dict[str, float]:
+    return {c.learner: c.grade.score for c in gb.current_grades(EXERCISE)}
+
+
+def read_csv(path: Path) -> list[list[str]]:
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf"), "UTF-8 with a byte-order mark (Excel's cue)"
+    return list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
+
+
+def assert_self_contained(doc: BeautifulSoup) -> None:
+    """Nothing fetched: no script, link, frame or object; every href or src an anchor on the page."""
+    assert doc.find("script") is None and doc.find("link") is None
+    assert doc.find("iframe") is None and doc.find("object") is None and doc.find("img") is None
+    for tag in doc.find_all(True):
+        for attr in ("src", "href", "srcset", "xlink:href", "action", "data", "poster"):
+            if tag.get(attr) is not None:
+                assert str(tag[attr]).startswith("#"), (tag.name, attr, tag[attr])
+    for style in doc.find_all("style"):
+        assert "@import" not in style.text and "url(" not in style.text
+        assert not re.search(r"https?://", style.text)
+
+
+def page(out: Path, manifest: dict, learner: str) -> BeautifulSoup:
+    return BeautifulSoup((out / manifest["learners"][learner]["files"]["html"]).read_text("utf-8"),
+                         "html.parser")
+
+
+def test_each_learner_gets_a_page_and_markdown_in_their_roster_language(book, roster, tmp_path):
+    ex = load_exercise(EXERCISE)
+    out = tmp_path / "out"
+    publish(out, book, ex, "en", roster=read_roster(roster))
+    manifest = json.loads((out / MANIFEST).read_text("utf-8"))
+    assert set(manifest["learners"]) == set(CLASS)
+    scores = final_scores(book)
+    for learner, entry in manifest["learners"].items():
+        doc = page(out, manifest, learner)
+        assert doc.html is not None and doc.find("body") is not None
+        assert_self_contained(doc)
+        markdown = (out / entry["files"]["markdown"]).read_text("utf-8")
+        assert f"**{scores[learner]:g} / 20**" in markdown
+        assert entry["score"] == scores[learner] and entry["max_score"] == 20
+        assert entry["files"]["html"].startswith("learners/") and entry["files"]["html"].endswith(".html")
+    # the roster's zh-Hant learner reads zh-TW, every other one the command's --lang
+    assert manifest["learners"]["1001"]["lang"] == "zh-TW"
+    assert page(out, manifest, "1001").html["lang"] == "zh-Hant-TW"
+    assert "目標就是輸入" in page(out, manifest, "1001").get_text()
+    for learner in set(CLASS) - {"1001"}:
+        assert manifest["learners"][learner]["lang"] == "en"
+        doc = page(out, manifest, learner)
+        assert doc.html["lang"] == "en" and not CJK.search(doc.get_text()), learner
+    # the languages are kept in the gradebook: the next publication, in zh-TW, keeps the roster's
+    # (1001 zh-TW, 1002 en) and gives the others --lang
+    with book.sessions() as s:
+        assert s.get(Learner, 1).lang == "zh-TW"
+    again = tmp_path / "again"
+    publish(again, book, ex, "zh-TW")
+    manifest = json.loads((again / MANIFEST).read_text("utf-8"))
+    langs = {learner: e["lang"] for learner, e in manifest["learners"].items()}
+    assert langs == {**{learner: "zh-TW" for learner in CLASS}, "1002": "en"}
+    assert page(again, manifest, "1003").html["lang"] == "zh-Hant-TW"
+    assert "分（滿分 20 分）" in (again / "moodle-import.csv").read_text("utf-8-sig")
+
+
+def test_the_canvas_import_has_canvas_columns_and_the_final_scores(book, roster, tmp_path):
+    out = tmp_path / "out"
+    publish(out, book, load_exercise(EXERCISE), "en", roster=read_roster(roster),
+            canvas_assignment="Day 49: data pipeline (12345)")
+    header, *rows = read_csv(out / "canvas-import.csv")
+    assert header == [*CANVAS_HEADER, "Day 49: data pipeline (12345)"]
+    assert all(r[0].strip() != "Points Possible" for r in rows), "an existing assignment keeps its points"
+    scores = final_scores(book)
+    by_id = {r[1]: r for r in rows if r[1]}
+    assert set(by_id) == {"1001", "1002", "1003"}  # the Canvas user ids; the others have none
+    for uid, r in by_id.items():
+        assert float(r[5]) == scores[uid]
+    assert by_id["1001"][:5] == ["Chen, Mei", "1001", "S-1001", "mei@example.edu", "Section A"]
+    assert len(rows) == len(CLASS)
+    others = {r[0]: r for r in rows if not r[1]}
+    assert float(others["Wang Fang"][5]) == scores["2001"]
+    assert float(others["'" + HOSTILE_ID][5]) == 0.0
+
+    # without --canvas-assignment: the exercise's title, matched by title, and the points row
+    # that gives a new assignment its points
+    default = tmp_path / "default"
+    publish(default, book, load_exercise(EXERCISE), "en")
+    header, points_row, *rows = read_csv(default / "canvas-import.csv")
+    assert header == [*CANVAS_HEADER, load_exercise(EXERCISE).title.en]
+    assert points_row[0] == "Points Possible" and float(points_row[5]) == 20
+    assert sorted(float(r[5]) for r in rows) == sorted(scores.values())
+
+
+def test_the_moodle_files_have_moodle_columns_and_the_final_scores(book, roster, tmp_path):
+    out = tmp_path / "out"
+    ex = load_exercise(EXERCISE)
+    publish(out, book, ex, "en", roster=read_roster(roster))
+    scores = final_scores(book)
+    header, *rows = read_csv(out / "moodle-import.csv")
+    assert header == ["Email address", "Full name", ex.title.en, "Feedback"]
+    assert len(rows) == len(CLASS)
+    by_email = {r[0]: r for r in rows if r[0]}
+    assert float(by_email["mei@example.edu"][2]) == scores["1001"]
+    assert float(by_email["wei@example.edu"][2]) == scores["1003"]
+    # feedback: the score, then the first thing to fix, in the learner's language (1001: zh-TW)
+    assert by_email["wei@example.edu"][3].startswith("7.25 of 20 points")
+    assert "the targets are the inputs" in by_email["wei@example.edu"][3]
+    assert by_email["mei@example.edu"][3].startswith("12.5 分（滿分 20 分）")
+    for r in rows:
+        assert float(r[2]) in scores.values()
+
+    header, *rows = read_csv(out / "moodle-worksheet.csv")
+    assert header == MOODLE_WORKSHEET_HEADER
+    [row] = rows  # only the learner whose id is a Moodle participant id
+    assert row[0] == "Participant 2001" and float(row[3]) == scores["2001"] and float(row[4]) == 20
+    assert row[5] and row[6].startswith("15 of 20 points")
+
+
+def test_a_learner_id_or_name_that_starts_like_a_formula_stays_inert(book, roster, tmp_path):
+    out = tmp_path / "out"
+    publish(out, book, load_exercise(EXERCISE), "en", roster=read_roster(roster))
+    for file in ("canvas-import.csv", "moodle-import.csv", "moodle-worksheet.csv"):
+        for r in read_csv(out / file):
+            for value in r:
+                assert not value.startswith(FORMULA), (file, value)
+    cells = {v for r in read_csv(out / "canvas-import.csv") for v in r}
+    assert "'" + HOSTILE_ID in cells and "'" + HOSTILE_NAME in cells
+    manifest = json.loads((out / MANIFEST).read_text("utf-8"))
+    html_file = manifest["learners"][HOSTILE_ID]["files"]["html"]
+    assert "=" not in html_file and "|" not in html_file and "'" not in html_file
+    doc = page(out, manifest, HOSTILE_ID)
+    assert_self_contained(doc)
+    assert HOSTILE_ID in doc.get_text()  # shown as the text it is
+    doc = page(out, manifest, "1002")
+    assert_self_contained(doc)  # the name's URL is text, never a link
+
+
+def test_a_removed_learner_is_not_published_and_their_old_page_goes(book, tmp_path):
+    out = tmp_path / "out"
+    ex = load_exercise(EXERCISE)
+    publish(out, book, ex, "en")
+    first = json.loads((out / MANIFEST).read_text("utf-8"))
+    old_page = out / first["learners"]["1003"]["files"]["html"]
+    assert old_page.exists()
+    with book.sessions() as s:
+        s.execute(update(Learner).where(Learner.key == "1003").values(removed_at=Learner.created_at))
+        s.commit()
+    publish(out, book, ex, "en")
+    manifest = json.loads((out / MANIFEST).read_text("utf-8"))
+    assert "1003" not in manifest["learners"] and manifest["removed_learners"] == 1
+    assert not old_page.exists() and not old_page.with_suffix(".md").exists()
+    assert all(r[1] != "1003" and r[0] != "Lin, Wei" for r in read_csv(out / "canvas-import.csv"))
+    assert len(read_csv(out / "moodle-import.csv")) == 1 + len(CLASS) - 1
+
+
+@pytest.mark.parametrize("value, lang", [
+    ("zh-TW", "zh-TW"), ("zh_TW", "zh-TW"), ("zh_tw", "zh-TW"), ("zh-Hant", "zh-TW"), ("ZH-HANT-TW", "zh-TW"),
+    ("繁體中文", "zh-TW"), ("中文（台灣）", "zh-TW"), ("en", "en"), ("en_US.UTF-8", "en"), ("English", "en"),
+    ("", None), ("  ", None), ("fr", None), ("Deutsch", None),
+])
+def test_a_roster_language_is_read_as_a_report_language(value, lang):
+    assert roster_lang(value) == lang
+
+
+def test_a_moodle_worksheet_roster_reads_its_preferred_language_column(tmp_path):
+    path = tmp_path / "worksheet.csv"
+    path.write_text("Identifier,Full name,Email address,Preferred language\n"
+                    "Participant 2001,Wang Fang,fang@example.edu,zh_tw\n"
+                    "Participant 2002,Ann Lee,ann@example.edu,\n", encoding="utf-8")
+    rows = {r.learner: r for r in read_roster(path)}
+    assert rows["2001"].lang == "zh-TW" and rows["2001"].lms == "moodle"
+    assert rows["2002"].lang is None and rows["2002"].email == "ann@example.edu"
+
+
+def grader(*args, env=None, timeout=600):
+    proc = subprocess.run([sys.executable, "-m", "grader", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def test_the_publish_command_and_its_usage_errors(book, roster, tmp_path):
+    db = book.url.removeprefix("sqlite:///")
+    out = tmp_path / "out"
+    proc = grader("gradebook", "publish", EXERCISE, "--db", db, "--out", out, "--lang", "en",
+                  "--roster", roster, "--canvas-assignment", "Data (777)")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "published 5 learner reports" in proc.stdout and "1 zh-TW" in proc.stdout
+    assert read_csv(out / "canvas-import.csv")[0][-1] == "Data (777)"
+    bad_roster = tmp_path / "bad.csv"
+    bad_roster.write_text("who,what\n1,2\n", encoding="utf-8")
+    bad_course = tmp_path / "course.toml"
+    bad_course.write_text("[exercises.day49-data]\ndue = 'tomorrow'\n", encoding="utf-8")
+    for args, names in [
+        (("--roster", bad_roster), "--roster"),
+        (("--course", bad_course), "--course"),
+        (("--canvas-assignment", "  "), "--canvas-assignment"),
+    ]:
+        proc = grader("gradebook", "publish", EXERCISE, "--db", db, "--out", tmp_path / "x", *args)
+        assert proc.returncode == 2 and names in proc.stderr, (args, proc.stderr)
+    proc = grader("gradebook", "publish", "day48-quiz", "--db", db, "--out", tmp_path / "x")
+    assert proc.returncode == 2 and "no grade of day48-quiz" in proc.stderr
+    proc = grader("gradebook", "publish", EXERCISE, "--db", tmp_path / "missing.db", "--out", tmp_path / "x")
+    assert proc.returncode == 2 and not (tmp_path / "missing.db").exists()
+
+
+def test_grader_batch_out_publishes_the_same_files(tmp_path):
+    """A real batch of two learners (a solution and a bug) on day49-data, then its --out."""
+    import shutil
+
+    from grader.sampleclass import make_class
+
+    exercises = tmp_path / "exercises"
+    shutil.copytree(ROOT / "exercises" / EXERCISE, exercises / EXERCISE,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(exercises / EXERCISE / "exercise.toml", "a") as f:
+        f.write("\n[limits]\nwall_seconds = 30\ncall_seconds = 4\n")
+    kinds = make_class(EXERCISE, tmp_path / "class", 2, only=("solution", "mutant:unshifted-targets"))
+    db, out = tmp_path / "class.db", tmp_path / "out"
+    proc = grader("batch", EXERCISE, tmp_path / "class", "--db", db, "--workers", 1, "--out", out,
+                  "--lang", "zh-TW", env={"GRADER_EXERCISES_DIR": str(exercises)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    manifest = json.loads((out / MANIFEST).read_text("utf-8"))
+    assert set(manifest["learners"]) == set(kinds)
+    with Gradebook(str(db)) as gb:
+        scores = final_scores(gb)
+    for learner, entry in manifest["learners"].items():
+        assert (out / "grades" / f"{learner}.json").exists()  # the batch's own files stay
+        assert entry["lang"] == "zh-TW" and entry["score"] == scores[learner]
+        doc = page(out, manifest, learner)
+        assert_self_contained(doc)
+        assert doc.html["lang"] == "zh-Hant-TW"
+        assert f"**{scores[learner]:g} / 20**" in (out / entry["files"]["markdown"]).read_text("utf-8")
+    header, _points, *rows = read_csv(out / "canvas-import.csv")
+    assert header[:5] == CANVAS_HEADER
+    assert {r[0]: float(r[5]) for r in rows} == scores  # folder learners: their id as the name
+    assert min(scores.values()) < 20 == max(scores.values())
