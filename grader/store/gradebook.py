@@ -16,18 +16,31 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
+from grader.adjust import (
+    LmsLateness,
+    OverrideFact,
+    StoredUpload,
+    adjusted,
+    counted_submission,
+    lms_lateness,
+    received_at,
+)
 from grader.limits import GRADE_PART_BYTES, MESSAGE_BYTES
 from grader.models import Grade
+from grader.service.policy import CoursePolicy, deadlines
 from grader.store import migrate
 from grader.store.engine import StoreError, make_engine, normalize_url, redact, sqlite_path
 from grader.store.schema import (
     FINAL_STATUSES,
+    AuditEntry,
     Batch,
     CheckRow,
     DiagnosisRow,
     ExerciseVersion,
+    Extension,
     GradeRun,
     Learner,
+    Override,
     Submission,
     SubmissionFile,
     utcnow,
@@ -58,7 +71,8 @@ class StoredSubmission:
     digest: str
     files: dict[str, bytes] = field(default_factory=dict)
     problem: str | None = None
-    current: bool = True  # the learner's latest submission for this exercise
+    current: bool = True  # the one that counts for the learner (Gradebook.submissions)
+    removed: bool = False  # the submission or its learner is removed from the gradebook
 
 
 @dataclass
@@ -77,6 +91,46 @@ class CurrentGrade:
     grade: Grade
     graded_at: datetime | None
     worker: str
+    # the grade as graded, before the adjustments `grade` carries (its score is the final one)
+    graded_score: float | None = None
+    graded_passed: bool | None = None
+    submitted_at: datetime | None = None  # as the LMS said, where it did
+    late_minutes: float = 0.0  # by the course policy, from the LMS's evidence (grader.adjust)
+    late_days: int = 0
+    penalty: float = 0.0  # fraction of max_score taken for lateness
+    override: OverrideFact | None = None  # the instructor's override that applies, if any
+
+
+@dataclass
+class _Standing:
+    submission: Submission
+    learner: Learner
+    run: GradeRun | None  # None only for `ungraded` standings
+    version: ExerciseVersion | None
+    lateness: LmsLateness
+    override: OverrideFact | None
+
+
+def _light_grade(exercise: str, run: GradeRun) -> Grade:
+    """A run's score and verdict, all `counted` compares, without reading the whole Grade."""
+    return Grade(exercise=exercise, passed=run.passed, score=run.score, max_score=run.max_score)
+
+
+def _extensions(s: Session) -> dict[tuple[str, str], tuple[datetime, datetime | None]]:
+    """(learner, exercise) -> (due, closes) of the newest extension the server granted (course.toml's
+    own extensions are in the policy)."""
+    rows = s.execute(
+        select(Learner.key, Extension.exercise, Extension.due, Extension.closes)
+        .join(Learner, Extension.learner_id == Learner.id)
+        .order_by(Extension.id)
+    ).all()
+    return {(key, ex): (due, closes) for key, ex, due, closes in rows}
+
+
+def _overrides(s: Session) -> dict[tuple[int, str], OverrideFact]:
+    """(learner id, exercise) -> the newest override not revoked."""
+    rows = s.scalars(select(Override).where(Override.revoked_at.is_(None)).order_by(Override.id))
+    return {(o.learner_id, o.exercise): OverrideFact(o.score, o.reason, o.author, o.created_at) for o in rows}
 
 
 def _short(text: str | None) -> str | None:
@@ -157,9 +211,16 @@ class Gradebook:
         return ids
 
     def submissions(
-        self, exercise: str, ids: list[int] | None = None, *, with_files: bool = True
+        self,
+        exercise: str,
+        ids: list[int] | None = None,
+        *,
+        with_files: bool = True,
+        policy: CoursePolicy | None = None,
     ) -> list[StoredSubmission]:
-        """Stored submissions of an exercise (all of them, or these ids), oldest first."""
+        """Stored submissions of an exercise (all of them, or these ids), oldest first; `current`
+        marks the one that counts for its learner (by `policy`, see current_grades), `removed`
+        those left out of the gradebook (the submission's or the learner's removal)."""
         with self.sessions() as s:
             q = (
                 select(Submission, Learner)
@@ -172,7 +233,7 @@ class Gradebook:
             if ids is not None:
                 q = q.where(Submission.id.in_(ids))
             rows = s.execute(q).all()
-            current = self._current_ids(s, exercise)
+            current = self._counted_ids(s, exercise, policy)
             return [
                 StoredSubmission(
                     id=sub.id,
@@ -182,24 +243,85 @@ class Gradebook:
                     digest=sub.digest,
                     problem=sub.problem,
                     current=sub.id in current,
+                    removed=sub.removed_at is not None or who.removed_at is not None,
                     files={f.name: f.content for f in sub.files} if with_files else {},
                 )
                 for sub, who in rows
             ]
 
-    @staticmethod
-    def _current_ids(s: Session, exercise: str) -> set[int]:
-        """Each learner's current submission: the one seen most recently (newest on a tie)."""
-        rows = s.execute(
-            select(Submission.id, Submission.learner_id, Submission.last_seen_at).where(
-                Submission.exercise == exercise
+    def _counted_ids(self, s: Session, exercise: str, policy: CoursePolicy | None) -> set[int]:
+        """The submission that counts for each learner not removed (see current_grades); a learner
+        with no graded submission yet: the one seen most recently."""
+        return {st.submission.id for st in self._standings(s, exercise, None, policy, ungraded=True)}
+
+    def _standings(
+        self,
+        s: Session,
+        exercise: str | None,
+        learner: str | None,
+        policy: CoursePolicy | None,
+        *,
+        ungraded: bool = False,
+    ) -> list[_Standing]:
+        """Per learner and exercise (neither removed): the submission that counts, its latest final
+        run, its lateness by the LMS's evidence and the override that applies. Grades are read
+        whole only for the counted submissions (the others by their score columns)."""
+        q = (
+            select(Submission, Learner)
+            .join(Learner)
+            .where(Submission.removed_at.is_(None), Learner.removed_at.is_(None))
+        )
+        if exercise:
+            q = q.where(Submission.exercise == exercise)
+        if learner:
+            q = q.where(Learner.key == learner)
+        rows = s.execute(q).all()
+        if not rows:
+            return []
+        latest = select(func.max(GradeRun.id)).where(GradeRun.status.in_(FINAL_STATUSES))
+        if exercise:
+            latest = latest.where(
+                GradeRun.submission_id.in_(select(Submission.id).where(Submission.exercise == exercise))
             )
-        ).all()
-        best: dict[int, tuple] = {}
-        for sid, lid, seen in rows:
-            if lid not in best or (seen, sid) > best[lid]:
-                best[lid] = (seen, sid)
-        return {sid for _, sid in best.values()}
+        latest = latest.group_by(GradeRun.submission_id)
+        run_of: dict[int, tuple[GradeRun, ExerciseVersion]] = {
+            run.submission_id: (run, ver)
+            for run, ver in s.execute(
+                select(GradeRun, ExerciseVersion)
+                .join(ExerciseVersion, GradeRun.exercise_id == ExerciseVersion.id)
+                .where(GradeRun.id.in_(latest))
+            ).all()
+        }
+        extensions = _extensions(s)
+        overrides = _overrides(s)
+        rule = policy or CoursePolicy()
+        groups: dict[tuple[str, str], list[tuple[Submission, Learner]]] = {}
+        for sub, who in rows:
+            groups.setdefault((who.key, sub.exercise), []).append((sub, who))
+        out = []
+        for (key, ex), members in sorted(groups.items()):
+            uploads = [
+                StoredUpload(
+                    id=sub.id,
+                    received_at=received_at(sub.submitted_at, sub.first_seen_at),
+                    chosen=sub.chosen,
+                    grade=_light_grade(ex, run_of[sub.id][0]) if sub.id in run_of else None,
+                )
+                for sub, _ in members
+            ]
+            when = deadlines(rule, ex, key, extensions)
+            sid = counted_submission(
+                policy, ex, uploads, when, last_seen={sub.id: sub.last_seen_at for sub, _ in members}
+            )
+            if sid is None and ungraded:
+                sid = max(members, key=lambda m: (m[0].last_seen_at, m[0].id))[0].id
+            if sid is None or (sid not in run_of and not ungraded):
+                continue
+            sub, who = next(m for m in members if m[0].id == sid)
+            run, ver = run_of.get(sid, (None, None))
+            found = lms_lateness(rule, ex, when, submitted_at=sub.submitted_at, flagged_late=sub.late)
+            out.append(_Standing(sub, who, run, ver, found, overrides.get((who.id, ex))))
+        return out
 
     # -- grades
 
@@ -272,45 +394,49 @@ class Gradebook:
             .join(ExerciseVersion, GradeRun.exercise_id == ExerciseVersion.id)
         )
 
-    def current_grades(self, exercise: str | None = None, learner: str | None = None) -> list[CurrentGrade]:
-        """Per learner and exercise: the latest final grade of the learner's current submission."""
+    def current_grades(
+        self, exercise: str | None = None, learner: str | None = None, policy: CoursePolicy | None = None
+    ) -> list[CurrentGrade]:
+        """Per learner and exercise, neither removed: the latest final grade of the submission that
+        counts, adjusted (grader.adjust.adjusted): `grade.score` is the final score and
+        `grade.adjustments` says how (the late penalty by `policy`, then the override that applies,
+        which survives every regrade); `graded_score` is the score as graded.
+
+        Which submission counts: by `policy`'s `counts` rule (last-on-time, best, chosen), the
+        function the server uses, a submission received when the LMS says, else when first seen;
+        without a policy, the one seen most recently unless an instructor chose one. Lateness is
+        measured against `policy` (none: no due date, so no penalty)."""
         with self.sessions() as s:
-            exercises = [exercise] if exercise else list(s.scalars(select(Submission.exercise).distinct()))
-            current: set[int] = set()
-            for ex in exercises:
-                current |= self._current_ids(s, ex)
-            if not current:
-                return []
-            latest = (
-                select(func.max(GradeRun.id))
-                .where(GradeRun.status.in_(FINAL_STATUSES))
-                .group_by(GradeRun.submission_id)
-            )
-            q = self._run_query().where(GradeRun.id.in_(latest))
-            if exercise:
-                q = q.where(Submission.exercise == exercise)
-            if learner:
-                q = q.where(Learner.key == learner)
+            standings = self._standings(s, exercise, learner, policy)
             out = []
-            for run, sub, who, ver in s.execute(q).all():
-                if sub.id not in current:
-                    continue
+            for st in standings:
+                assert st.run is not None and st.version is not None  # graded standings only
+                raw = self.to_grade(st.run)
+                grade = adjusted(raw, st.lateness, st.override)
+                late = st.lateness.late
                 out.append(
                     CurrentGrade(
-                        learner=who.key,
-                        name=who.name,
-                        email=who.email,
-                        exercise=sub.exercise,
-                        version=ver.version,
-                        submission_id=sub.id,
-                        digest=sub.digest,
-                        origin=sub.origin,
-                        late=sub.late,
-                        run_id=run.id,
-                        status=run.status,
-                        grade=self.to_grade(run),
-                        graded_at=run.finished_at,
-                        worker=run.worker,
+                        learner=st.learner.key,
+                        name=st.learner.name,
+                        email=st.learner.email,
+                        exercise=st.submission.exercise,
+                        version=st.version.version,
+                        submission_id=st.submission.id,
+                        digest=st.submission.digest,
+                        origin=st.submission.origin,
+                        late=st.submission.late or not late.on_time,
+                        run_id=st.run.id,
+                        status=st.run.status,
+                        grade=grade,
+                        graded_at=st.run.finished_at,
+                        worker=st.run.worker,
+                        graded_score=raw.score,
+                        graded_passed=raw.passed,
+                        submitted_at=st.submission.submitted_at,
+                        late_minutes=late.minutes,
+                        late_days=late.days,
+                        penalty=late.penalty,
+                        override=st.override,
                     )
                 )
             return sorted(out, key=lambda c: (c.exercise, c.learner))
@@ -348,13 +474,12 @@ class Gradebook:
                     .order_by(Submission.exercise, Submission.id)
                 )
             )
-            currents = set()
-            for ex in {sub.exercise for sub in subs}:
-                currents |= self._current_ids(s, ex)
+            currents = {st.submission.id for st in self._standings(s, None, key, None, ungraded=True)}
             return {
                 "learner": who.key,
                 "name": who.name,
                 "email": who.email,
+                "removed_at": who.removed_at,
                 "submissions": [
                     {
                         "id": sub.id,
@@ -364,6 +489,9 @@ class Gradebook:
                         "layout": sub.layout,
                         "origin": sub.origin,
                         "late": sub.late,
+                        "submitted_at": sub.submitted_at,
+                        "chosen": sub.chosen,
+                        "removed_at": sub.removed_at,
                         "problem": sub.problem,
                         "first_seen_at": sub.first_seen_at,
                         "last_seen_at": sub.last_seen_at,
@@ -419,6 +547,164 @@ class Gradebook:
                 ),
             }
 
+    # -- corrections: overrides, removals, the chosen submission (each audited, in one transaction)
+
+    @staticmethod
+    def _learner_or_fail(s: Session, key: str) -> Learner:
+        who = s.scalar(select(Learner).where(Learner.key == key))
+        if who is None:
+            raise GradebookInputError("LEARNER", f"no learner {key!r} in the gradebook")
+        return who
+
+    @staticmethod
+    def _submission_or_fail(s: Session, who: Learner, submission_id: int, exercise: str | None) -> Submission:
+        sub = s.get(Submission, submission_id)
+        if sub is None or sub.learner_id != who.id or (exercise is not None and sub.exercise != exercise):
+            of = f" for {exercise}" if exercise else ""
+            raise GradebookInputError(
+                "--submission", f"learner {who.key!r} has no submission {submission_id}{of}"
+            )
+        return sub
+
+    def override(self, learner: str, exercise: str, score: float, reason: str, author: str) -> int:
+        """An instructor's score for LEARNER's EXERCISE (validated by the caller against its
+        max_score); it applies from now, over every grade run, until revoked. Its id."""
+        reason = reason.strip()
+        if not reason:
+            raise GradebookInputError("--reason", "a reason is required and may not be empty")
+        with self.sessions() as s:
+            who = self._learner_or_fail(s, learner)
+            if (
+                s.scalar(select(Submission.id).filter_by(learner_id=who.id, exercise=exercise).limit(1))
+                is None
+            ):
+                raise GradebookInputError("EXERCISE", f"learner {learner!r} has no submission of {exercise}")
+            row = Override(learner_id=who.id, exercise=exercise, score=score, reason=reason, author=author)
+            s.add(row)
+            s.flush()
+            audit_entry(
+                s, author, "override", learner, exercise, {"id": row.id, "score": score, "reason": reason}
+            )
+            s.commit()
+            return row.id
+
+    def revoke_override(self, learner: str, exercise: str, author: str) -> OverrideFact | None:
+        """Revoke the newest override in force; the override that applies now (an older one not
+        revoked), if any."""
+        with self.sessions() as s:
+            who = self._learner_or_fail(s, learner)
+            live = list(
+                s.scalars(
+                    select(Override)
+                    .filter_by(learner_id=who.id, exercise=exercise, revoked_at=None)
+                    .order_by(Override.id)
+                )
+            )
+            if not live:
+                raise GradebookInputError(
+                    "EXERCISE", f"learner {learner!r} has no override of {exercise} to revoke"
+                )
+            newest = live[-1]
+            newest.revoked_at, newest.revoked_by = utcnow(), author
+            audit_entry(s, author, "revoke", learner, exercise, {"id": newest.id, "score": newest.score})
+            s.commit()
+            if len(live) > 1:
+                o = live[-2]
+                return OverrideFact(o.score, o.reason, o.author, o.created_at)
+            return None
+
+    def remove(
+        self,
+        learner: str,
+        reason: str,
+        author: str,
+        *,
+        exercise: str | None = None,
+        submission: int | None = None,
+        restore: bool = False,
+    ) -> int:
+        """Remove (or, with `restore`, bring back) a learner, their submissions of an exercise, or
+        one submission; nothing is deleted, the rows keep `removed_at`. Removing an exercise's
+        submissions marks those not removed yet with one time, and restoring it clears exactly
+        those of the newest such removal, so an undo brings back what it removed and no more.
+        How many rows changed."""
+        reason = reason.strip()
+        if not reason:
+            raise GradebookInputError("--reason", "a reason is required and may not be empty")
+        action = "restore" if restore else "remove"
+        with self.sessions() as s:
+            who = self._learner_or_fail(s, learner)
+            now = utcnow()
+            if submission is not None:
+                sub = self._submission_or_fail(s, who, submission, exercise)
+                rows: list[Submission] = [sub] if (sub.removed_at is not None) == restore else []
+                exercise = sub.exercise
+                scope = {"submission": submission}
+            elif exercise is not None:
+                subs = list(s.scalars(select(Submission).filter_by(learner_id=who.id, exercise=exercise)))
+                if not subs:
+                    raise GradebookInputError(
+                        "--exercise", f"learner {learner!r} has no submission of {exercise}"
+                    )
+                if restore:
+                    newest = max((x.removed_at for x in subs if x.removed_at is not None), default=None)
+                    rows = [x for x in subs if newest is not None and x.removed_at == newest]
+                else:
+                    rows = [x for x in subs if x.removed_at is None]
+                scope = {"submissions": [x.id for x in rows]}
+            else:
+                changed = (who.removed_at is not None) == restore
+                who.removed_at = None if restore else (who.removed_at or now)
+                audit_entry(
+                    s, author, action, learner, None, {"reason": reason, "learner": True, "changed": changed}
+                )
+                s.commit()
+                return int(changed)
+            for x in rows:
+                x.removed_at = None if restore else now
+            audit_entry(s, author, action, learner, exercise, {"reason": reason, **scope})
+            s.commit()
+            return len(rows)
+
+    def choose(self, learner: str, exercise: str, submission: int, author: str) -> None:
+        """Make SUBMISSION the learner's chosen one for EXERCISE (what `counts = "chosen"` takes)."""
+        with self.sessions() as s:
+            who = self._learner_or_fail(s, learner)
+            sub = self._submission_or_fail(s, who, submission, exercise)
+            for other in s.scalars(select(Submission).filter_by(learner_id=who.id, exercise=exercise)):
+                other.chosen = other.id == sub.id
+            audit_entry(s, author, "choose", learner, exercise, {"submission": submission})
+            s.commit()
+
+    def audit(
+        self, actor: str, action: str, learner: str | None, exercise: str | None, details: dict
+    ) -> None:
+        """Record one action that is not a correction (a batch, a regrade, a publication)."""
+        with self.sessions() as s:
+            audit_entry(s, actor, action, learner, exercise, details)
+            s.commit()
+
+    def audit_log(self, learner: str | None = None, exercise: str | None = None) -> list[dict]:
+        """The audit, oldest first, as plain values."""
+        with self.sessions() as s:
+            q = select(AuditEntry).order_by(AuditEntry.id)
+            if learner:
+                q = q.where(AuditEntry.learner == learner)
+            if exercise:
+                q = q.where(AuditEntry.exercise == exercise)
+            return [
+                {
+                    "id": e.id,
+                    "at": e.at,
+                    "actor": e.actor,
+                    "action": e.action,
+                    "learner": e.learner,
+                    "exercise": e.exercise,
+                    "details": e.details or {},
+                }
+                for e in s.scalars(q)
+            ]
+
     # -- batches
 
     def start_batch(
@@ -452,6 +738,21 @@ class Gradebook:
             assert b is not None  # made by start_batch
             b.status, b.graded, b.skipped, b.errors, b.finished_at = status, graded, skipped, errors, utcnow()
             s.commit()
+
+
+class GradebookInputError(StoreError):
+    """A correction that names what is not there (a learner, a submission) or gives no reason:
+    `argument` is the command-line argument it came from, for the exit-2 message."""
+
+    def __init__(self, argument: str, message: str):
+        super().__init__(f"{argument}: {message}")
+        self.argument = argument
+
+
+def audit_entry(
+    s: Session, actor: str, action: str, learner: str | None, exercise: str | None, details: dict
+) -> None:
+    s.add(AuditEntry(actor=actor, action=action, learner=learner, exercise=exercise, details=details))
 
 
 # -- the writes, inside a transaction the caller owns (the server's queue shares them) ------------
