@@ -22,17 +22,16 @@ names, emails and languages for the learners the gradebook knows, before publish
 from __future__ import annotations
 
 import getpass
-import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import distinct, func, select
 
 from grader.errors import UsageError
 from grader.models import Exercise
 from grader.service.roster import RosterRow
-from grader.store.schema import AuditEntry, Learner, Submission, utcnow
+from grader.store.schema import Learner, Submission
 
 LEARNERS = "learners"
 CANVAS_FILE = "canvas-import.csv"
@@ -48,7 +47,6 @@ class Person:
     name: str | None
     email: str | None
     lang: str | None
-    removed: bool
     layout: str  # of their current submission: canvas, moodle, gradescope, folder
 
 
@@ -83,18 +81,20 @@ def people(gradebook, current) -> dict[str, Person]:
             name=who.name,
             email=who.email,
             lang=who.lang,
-            removed=who.removed_at is not None,
             layout=layouts.get(c.submission_id, ""),
         )
     return out
 
 
-def current_grades(gradebook, exercise: str, policy=None):
-    """The final grades: with the course policy where the gradebook applies one (its late
-    penalties and overrides, Grade.adjustments); a gradebook without that applies overrides only."""
-    if policy is not None and "policy" in inspect.signature(gradebook.current_grades).parameters:
-        return gradebook.current_grades(exercise, policy=policy)
-    return gradebook.current_grades(exercise)
+def removed_learners(gradebook, exercise: str) -> int:
+    """How many learners with a submission of `exercise` are removed (current_grades leaves them out)."""
+    with gradebook.sessions() as s:
+        q = (
+            select(func.count(distinct(Learner.id)))
+            .join(Submission, Submission.learner_id == Learner.id)
+            .where(Submission.exercise == exercise, Learner.removed_at.is_not(None))
+        )
+        return s.scalar(q) or 0
 
 
 def _import_row(c, person: Person, lang: str, roster: RosterRow | None):
@@ -152,11 +152,12 @@ def publish(
             + (f"; {len(unknown)} on it have no submission in the gradebook" if unknown else "")
         )
     on_roster = {r.learner: r for r in roster or []}
-    current = current_grades(gradebook, exercise.id, policy)
-    who = people(gradebook, current)
-    names = output_names(c.learner for c in current)  # as grades/*.json: the same name per learner
-    shown = [c for c in current if not who[c.learner].removed]
-    removed = len(current) - len(shown)
+    # the final scores: the policy's late penalties, then the overrides (Grade.adjustments);
+    # removed learners and submissions are left out
+    shown = gradebook.current_grades(exercise.id, policy=policy)
+    who = people(gradebook, shown)
+    names = output_names(c.learner for c in shown)  # as grades/*.json: the same name per learner
+    removed = removed_learners(gradebook, exercise.id)
 
     folder = out / LEARNERS
     try:
@@ -219,19 +220,9 @@ def publish(
 
 
 def _audit(gradebook, exercise: str, out: Path, learners: int) -> None:
-    """A publication is a change a person made that the gradebook records (its audit)."""
+    """A publication is recorded in the gradebook's audit, as every batch and correction."""
     try:
         actor = getpass.getuser()
     except Exception:  # noqa: BLE001 - no user name (a container without one): still recorded
         actor = ""
-    with gradebook.sessions() as s:
-        s.add(
-            AuditEntry(
-                at=utcnow(),
-                actor=actor,
-                action="publish",
-                exercise=exercise,
-                details={"out": str(out), "learners": learners},
-            )
-        )
-        s.commit()
+    gradebook.audit(actor, "publish", None, exercise, {"out": str(out), "learners": learners})

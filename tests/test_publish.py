@@ -17,11 +17,11 @@ import os
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from sqlalchemy import update
 
 from grader.exercises import load_exercise
 from grader.models import CheckResult, Diagnosis, Grade, GradeError
@@ -43,6 +43,11 @@ FORMULA = ("=", "+", "-", "@", "\t", "\r")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 HOSTILE_ID = "=cmd|' /C calc'!A0"
 HOSTILE_NAME = '=HYPERLINK("http://evil.example/x","click")'
+LATE_AT = datetime(2026, 11, 10, 12, 0, tzinfo=UTC)  # 1.5 days after COURSE's due date
+COURSE = """[exercises.day49-data]
+due = 2026-11-09T00:00:00Z
+late = { penalty_per_day = 0.1 }
+"""
 
 
 def check(cid: str, passed: bool, points: float, max_points: float = 5.0) -> CheckResult:
@@ -78,8 +83,10 @@ def book(tmp_path):
     ex = load_exercise(EXERCISE)
     version = gb.exercise_version(EXERCISE, "v" * 64, ex.points, ex.title.en)
     for learner, (name, layout, g) in CLASS.items():
-        [sid] = gb.add_submissions(EXERCISE, [Incoming(learner=learner, name=name, layout=layout,
-                                                       files={"data.py": learner.encode()})])
+        when = LATE_AT if learner == "1003" else None  # as the LMS timestamps it (Canvas' _LATE file)
+        incoming = Incoming(learner=learner, name=name, layout=layout, files={"data.py": learner.encode()},
+                            submitted_at=when)
+        [sid] = gb.add_submissions(EXERCISE, [incoming])
         gb.record(sid, version, Outcome(status="graded", grade=g))
     yield gb
     gb.close()
@@ -192,6 +199,20 @@ def test_the_canvas_import_has_canvas_columns_and_the_final_scores(book, roster,
     assert sorted(float(r[5]) for r in rows) == sorted(scores.values())
 
 
+def test_an_override_is_the_score_every_file_publishes(book, roster, tmp_path):
+    book.override("1003", EXERCISE, 18.0, "regraded by hand: the windows check was too strict", "ta")
+    out = tmp_path / "out"
+    publish(out, book, load_exercise(EXERCISE), "en", roster=read_roster(roster),
+            canvas_assignment="Data (1)")
+    [current] = [c for c in book.current_grades(EXERCISE) if c.learner == "1003"]
+    assert current.grade.score == 18.0 and current.graded_score == 7.25  # the gradebook's final score
+    [canvas] = [r for r in read_csv(out / "canvas-import.csv") if r[1] == "1003"]
+    [moodle] = [r for r in read_csv(out / "moodle-import.csv") if r[0] == "wei@example.edu"]
+    assert float(canvas[5]) == float(moodle[2]) == 18.0
+    assert json.loads((out / MANIFEST).read_text("utf-8"))["learners"]["1003"]["score"] == 18.0
+    assert "**18 / 20**" in (out / "learners" / "1003.md").read_text("utf-8")
+
+
 def test_the_moodle_files_have_moodle_columns_and_the_final_scores(book, roster, tmp_path):
     out = tmp_path / "out"
     ex = load_exercise(EXERCISE)
@@ -243,9 +264,7 @@ def test_a_removed_learner_is_not_published_and_their_old_page_goes(book, tmp_pa
     first = json.loads((out / MANIFEST).read_text("utf-8"))
     old_page = out / first["learners"]["1003"]["files"]["html"]
     assert old_page.exists()
-    with book.sessions() as s:
-        s.execute(update(Learner).where(Learner.key == "1003").values(removed_at=Learner.created_at))
-        s.commit()
+    book.remove("1003", "withdrew from the course", "instructor")
     publish(out, book, ex, "en")
     manifest = json.loads((out / MANIFEST).read_text("utf-8"))
     assert "1003" not in manifest["learners"] and manifest["removed_learners"] == 1
@@ -288,6 +307,24 @@ def test_the_publish_command_and_its_usage_errors(book, roster, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "published 5 learner reports" in proc.stdout and "1 zh-TW" in proc.stdout
     assert read_csv(out / "canvas-import.csv")[0][-1] == "Data (777)"
+    graded = {r[1]: float(r[5]) for r in read_csv(out / "canvas-import.csv")[1:] if r[1]}
+
+    # --course: the late learner's penalty is in every published score, as the gradebook has it
+    course = tmp_path / "course.toml"
+    course.write_text(COURSE, encoding="utf-8")
+    late_out = tmp_path / "late"
+    proc = grader("gradebook", "publish", EXERCISE, "--db", db, "--out", late_out, "--lang", "en",
+                  "--course", course, "--canvas-assignment", "Data (777)")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from grader.service.policy import load_policy
+    policy = load_policy(course, [EXERCISE])
+    with Gradebook(db) as gb:
+        final = {c.learner: c.grade.score for c in gb.current_grades(EXERCISE, policy=policy)}
+    penalized = {r[1]: float(r[5]) for r in read_csv(late_out / "canvas-import.csv")[1:] if r[1]}
+    assert penalized == {uid: final[uid] for uid in penalized}
+    assert penalized["1003"] < graded["1003"] and penalized["1001"] == graded["1001"]
+    manifest = json.loads((late_out / MANIFEST).read_text("utf-8"))
+    assert manifest["learners"]["1003"]["score"] == penalized["1003"]
     bad_roster = tmp_path / "bad.csv"
     bad_roster.write_text("who,what\n1,2\n", encoding="utf-8")
     bad_course = tmp_path / "course.toml"
