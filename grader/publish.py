@@ -145,6 +145,7 @@ def publish(
     except ValueError as exc:
         raise UsageError(f"--canvas-assignment: {exc}") from None
     lines = []
+    recorded = 0
     if roster:
         recorded, unknown = record_roster(gradebook, roster)
         lines.append(
@@ -198,7 +199,7 @@ def publish(
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"--out: cannot write {exc.filename or out}: {exc.strerror or exc}") from None
-    _audit(gradebook, exercise.id, out, len(shown))
+    _audit(gradebook, exercise.id, {"out": str(out), "learners": len(shown), "roster_recorded": recorded})
 
     by_lang: dict[str, int] = {}
     for entry in manifest["learners"].values():
@@ -219,10 +220,10 @@ def publish(
     return lines
 
 
-def _audit(gradebook, exercise: str, out: Path, learners: int) -> None:
+def _audit(gradebook, exercise: str, details: dict) -> None:
     """A publication is recorded in the gradebook's audit, as every batch and correction."""
     try:
         actor = getpass.getuser()
     except Exception:  # noqa: BLE001 - no user name (a container without one): still recorded
         actor = ""
-    gradebook.audit(actor, "publish", None, exercise, {"out": str(out), "learners": learners})
+    gradebook.audit(actor, "publish", None, exercise, details)

@@ -167,6 +167,8 @@ def test_each_learner_gets_a_page_and_markdown_in_their_roster_language(book, ro
     manifest = json.loads((again / MANIFEST).read_text("utf-8"))
     langs = {learner: e["lang"] for learner, e in manifest["learners"].items()}
     assert langs == {**{learner: "zh-TW" for learner in CLASS}, "1002": "en"}
+    published = [e for e in book.audit_log(exercise=EXERCISE) if e["action"] == "publish"]
+    assert [e["details"]["roster_recorded"] for e in published] == [3, 0]
     assert page(again, manifest, "1003").html["lang"] == "zh-Hant-TW"
     assert "分（滿分 20 分）" in (again / "moodle-import.csv").read_text("utf-8-sig")
 
