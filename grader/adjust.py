@@ -79,6 +79,7 @@ def counted_submission(
 class LmsLateness:
     late: Lateness
     reason: str  # how it was measured, for the adjustment's reason (English, the instructor's)
+    timed: bool = True  # False: only a flag said it was late (Canvas), its minutes are unknown
 
 
 def lms_lateness(
@@ -104,6 +105,7 @@ def lms_lateness(
         return LmsLateness(
             Lateness(late_policy.grace_minutes, 1, penalty),
             "the LMS marked it late without a time: counted as one started day late after the grace period",
+            timed=False,
         )
     return LmsLateness(ON_TIME, "")
 
@@ -120,7 +122,7 @@ def late_adjustment(grade: Grade, found: LmsLateness) -> Adjustment | None:
         before=grade.score,
         after=after,
         reason=f"{late.days} started day(s) late, {late.penalty:.0%} of the points; {found.reason}",
-        late_minutes=late.minutes,
+        late_minutes=late.minutes if found.timed else None,
         late_days=late.days,
         penalty=late.penalty,
     )

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader import __version__
 from grader.errors import BatchError, ExerciseFileError, UsageError
@@ -36,6 +37,9 @@ from grader.exercises import exercise_dir, load_exercise
 from grader.limits import GRADER_ATTEMPTS
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise, Grade, GradeError
+
+if TYPE_CHECKING:
+    from grader.service.policy import CoursePolicy
 
 # -- exercise versions ------------------------------------------------------------------------
 
@@ -539,6 +543,25 @@ def grade_recorded(
         gradebook.finish_batch(
             batch_id, status=status, graded=tally.graded, skipped=tally.skipped, errors=tally.errors
         )
+        from grader.cli.common import os_user
+
+        gradebook.audit(
+            os_user(),
+            kind,
+            None,
+            exercise.id,
+            {
+                "batch": batch_id,
+                "status": status,
+                "version": version[:12],
+                "source": source,
+                "forced": force,
+                "submissions": len(ids),
+                "graded": tally.graded,
+                "skipped": tally.skipped,
+                "errors": tally.errors,
+            },
+        )
 
 
 def run_batch(
@@ -553,8 +576,10 @@ def run_batch(
     lang: str = "en",
     progress: bool | None = None,
     echo: Callable[[str], None] = print,
+    policy: CoursePolicy | None = None,
 ) -> Tally:
-    """`grader batch`: read SOURCE, record it, grade what is new or changed, write the outputs."""
+    """`grader batch`: read SOURCE, record it, grade what is new or changed, write the outputs
+    (the grades that count by `policy`, adjusted: Gradebook.current_grades)."""
     from grader.sources import SourceError, read_source
     from grader.store import redact
 
@@ -614,7 +639,7 @@ def run_batch(
         if tally.aborted:
             raise BatchError(f"the batch stopped: {tally.aborted}")
         if out is not None:
-            for line in write_outputs(Path(out), gradebook, exercise, tally, lang):
+            for line in write_outputs(Path(out), gradebook, exercise, tally, lang, policy=policy):
                 echo(line)
         return tally
     finally:
@@ -697,15 +722,16 @@ def output_names(learners) -> dict[str, str]:
 
 
 def write_outputs(
-    out: Path, gradebook, exercise: Exercise, tally: Tally | None, lang: str, policy=None
+    out: Path, gradebook, exercise: Exercise, tally: Tally | None, lang: str, *, policy=None
 ) -> list[str]:
-    """The class report and CSV (reports.class_report), one JSON grade per learner, a summary,
-    and the published feedback and LMS import files (grader.publish)."""
+    """The class report and CSV (reports.class_report), one JSON grade per learner, a summary:
+    the grades that count by `policy`, adjusted, removed learners and submissions left out; and
+    the published feedback and LMS import files (grader.publish)."""
     from grader.publish import publish
     from reports import render
 
     out.mkdir(parents=True, exist_ok=True)
-    current = gradebook.current_grades(exercise.id)
+    current = gradebook.current_grades(exercise.id, policy=policy)
     grades = [c.grade for c in current]
     folder = out / "grades"
     folder.mkdir(exist_ok=True)
@@ -774,18 +800,33 @@ def regrade(
     force: bool = False,
     progress: bool | None = None,
     echo: Callable[[str], None] = print,
+    policy: CoursePolicy | None = None,
+    every: bool = False,
 ) -> tuple[Tally, list[Change]]:
-    """`grader regrade`: every stored submission against the current exercise version; what changed.
-    A gradebook that does not exist is a BatchError: there is nothing to regrade, and none is made."""
+    """`grader regrade`: the submissions that count (by `policy`, see Gradebook.current_grades) of
+    learners not removed, or with `every` every stored submission, against the current exercise
+    version; what changed. A gradebook that does not exist is a BatchError: there is nothing to
+    regrade, and none is made."""
     exercise = load_exercise(exercise_id)
     version = exercise_version(exercise.id)
     gradebook = _open(db, create=False)
     try:
         version_id = gradebook.exercise_version(exercise.id, version, exercise.points, exercise.title.en)
-        stored = gradebook.submissions(exercise.id, with_files=False)
+        stored = gradebook.submissions(exercise.id, with_files=False, policy=policy)
+        if not stored:
+            raise BatchError(f"the gradebook holds no submissions of {exercise.id}")
+        if not every:
+            left = len(stored)
+            stored = [s for s in stored if s.current and not s.removed]
+            left -= len(stored)
+            if left:
+                echo(
+                    f"{exercise.id}: {left} older or removed submission{'s' if left != 1 else ''} left as "
+                    "graded (--all regrades them too)"
+                )
         ids = [s.id for s in stored]
         if not ids:
-            raise BatchError(f"the gradebook holds no submissions of {exercise.id}")
+            raise BatchError(f"no current submission of {exercise.id} to regrade (--all regrades every one)")
         before = gradebook.latest_runs(ids)
         done = set() if force else gradebook.graded(version_id, ids)
         pending = [i for i in ids if i not in done]
@@ -794,7 +835,8 @@ def regrade(
         )
         old_versions = sorted({v for runs in before.values() for v, _ in runs} - {version})
         echo(
-            f"{exercise.id}: regrading {len(pending)} of {len(ids)} stored submissions against version "
+            f"{exercise.id}: regrading {len(pending)} of {len(ids)} {'stored' if every else 'current'} "
+            "submissions against version "
             f"{version[:12]}" + (f" (was {', '.join(v[:12] for v in old_versions)})" if old_versions else "")
         )
         grade_recorded(

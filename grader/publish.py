@@ -21,7 +21,6 @@ names, emails and languages for the learners the gradebook knows, before publish
 
 from __future__ import annotations
 
-import getpass
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,8 +221,6 @@ def publish(
 
 def _audit(gradebook, exercise: str, details: dict) -> None:
     """A publication is recorded in the gradebook's audit, as every batch and correction."""
-    try:
-        actor = getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name (a container without one): still recorded
-        actor = ""
-    gradebook.audit(actor, "publish", None, exercise, details)
+    from grader.cli.common import os_user
+
+    gradebook.audit(os_user(), "publish", None, exercise, details)

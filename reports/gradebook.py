@@ -141,6 +141,12 @@ EXPORT_COLUMNS = (
     "failed_checks",
     "diagnosis",
     "late",
+    "late_days",
+    "penalty",
+    "graded_score",
+    "override_score",
+    "override_reason",
+    "override_author",
     "graded_at",
     "exercise_version",
     "submission",
@@ -152,8 +158,12 @@ EXPORT_COLUMNS = (
 
 def export_row(c) -> dict:
     """One current grade of the store (grader.store.CurrentGrade) as plain values, unguarded (the
-    JSON export uses them as they are; `render_export_csv` guards the text)."""
+    JSON export uses them as they are; `render_export_csv` guards the text). `score` is the final
+    score (after the late penalty and an override); `graded_score` the score as graded; the
+    override's score, reason and author are empty when none applies, `penalty` is the fraction of
+    max_score lateness took, `late_days` the started days late after the grace period."""
     g = c.grade
+    o = c.override
     return {
         "learner": c.learner,
         "name": c.name or "",
@@ -167,6 +177,12 @@ def export_row(c) -> dict:
         "failed_checks": " ".join(ch.id for ch in g.checks if not ch.passed),
         "diagnosis": " ".join(sorted({d.mutant or d.rule for d in g.diagnosis})),
         "late": c.late,
+        "late_days": c.late_days,
+        "penalty": c.penalty,
+        "graded_score": g.score if c.graded_score is None else c.graded_score,
+        "override_score": o.score if o else "",
+        "override_reason": o.reason if o else "",
+        "override_author": o.author if o else "",
         "graded_at": c.graded_at.isoformat() if c.graded_at else "",
         "exercise_version": c.version[:12],
         "submission": c.digest[:12],

@@ -77,6 +77,7 @@ def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dic
             lang,
         )
     ]
+    summary += [a.text for a in v.adjustments]
     if v.error_kind:
         summary.append(
             labelled(

@@ -72,6 +72,8 @@ def suite(grade: Grade, lang: str = "en", budget: Budget | None = None) -> ET.El
         ("language", v.lang),
     ):
         ET.SubElement(props, "property", {"name": name, "value": xml_text(value)})
+    for a in v.adjustments:
+        ET.SubElement(props, "property", {"name": f"adjustment:{a.kind}", "value": xml_text(a.text)})
     for d in v.diagnoses:
         ET.SubElement(
             props,

@@ -69,6 +69,8 @@ def render_view(v: ReportView) -> str:
         + t("{passed} of {total} checks passed", lang, passed=v.checks_passed, total=v.checks_total),
         "",
     ]
+    if v.adjustments:
+        out += [f"## {t('Score adjustments', lang)}", ""] + [f"- {md(a.text)}" for a in v.adjustments] + [""]
     if v.symptoms:
         out += [
             md(labelled(t("symptoms", lang), listing([label for _, label in v.symptoms], lang), lang)),

@@ -178,6 +178,8 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
     who = f" · {t('learner', lang)} {clean(v.student)}" if v.student else ""
     tally = t("{passed} of {total} checks passed", lang, passed=v.checks_passed, total=v.checks_total)
     lines += [s.dim(x) for x in wrap(f"{v.exercise}{who} · {tally}", WIDTH)]
+    for a in v.adjustments:
+        lines += [s.warn(x) for x in wrap(a.text, WIDTH)]
     lines.append(s.dim("─" * WIDTH))
     if v.error_kind:
         lines.append(

@@ -16,7 +16,7 @@ from grader.limits import MESSAGE_BYTES as MAX_MESSAGE
 from grader.limits import REPORT_BYTES as MAX_REPORT
 from grader.limits import REPORT_CHROME_BYTES
 from grader.locale import DEFAULT_LANG, join, normalize_lang, number, render, translate
-from grader.models import CheckResult, Diagnosis, Grade, TrainingCurve
+from grader.models import Adjustment, CheckResult, Diagnosis, Grade, TrainingCurve
 from grader.text import ACTING_CHARS as ACTING_CHARS  # re-exported: the renderers import it here
 from grader.text import CUT as CUT
 from grader.text import cap_bytes as cap_bytes
@@ -297,6 +297,16 @@ class DiagnosisView:
 
 
 @dataclass
+class AdjustmentView:
+    """A change to the score after grading (grader.models.Adjustment), as one line to read."""
+
+    kind: str  # late-penalty, override
+    before: float
+    after: float
+    text: str  # the whole line, in the report's language: what, by whom, why
+
+
+@dataclass
 class ReportView:
     lang: str
     exercise: str
@@ -322,6 +332,8 @@ class ReportView:
     grader_version: str
     duration_s: float
     extra: dict = field(default_factory=dict)
+    # how the score got from the graded one to `score` (late penalty, override), in order
+    adjustments: list[AdjustmentView] = field(default_factory=list)
 
     @property
     def percent(self) -> float:
@@ -400,6 +412,37 @@ def they_build_on(c: CheckView, lang: str) -> str:
     """The line under a root cause's message, before the checks that fail because of it."""
     return t(
         "also failing because they build on {check}: fix that first", lang, check=quoted([c.title], lang)
+    )
+
+
+def adjustment_text(a: Adjustment, lang: str, budget: Budget) -> str:
+    """One adjustment as a sentence: a late penalty by its days and share of the points (a Canvas
+    flag without a time said so), an override by its author with their reason."""
+    change = {"before": fmt_points(a.before), "after": fmt_points(a.after)}
+    if a.kind == "late-penalty":
+        percent = f"{100 * (a.penalty or 0):g}%"
+        if a.late_minutes is None:
+            return t(
+                "Late penalty: marked late by the LMS without a time, counted as one started day late; "
+                "{percent} of the points taken ({before} → {after})",
+                lang,
+                percent=percent,
+                **change,
+            )
+        return t(
+            "Late penalty: {days} started days late after the grace period; "
+            "{percent} of the points taken ({before} → {after})",
+            lang,
+            days=a.late_days or 0,
+            percent=percent,
+            **change,
+        )
+    return t(
+        "Score set by {author} ({before} → {after}); reason: {reason}",
+        lang,
+        author=budget.name(a.author) if a.author else t("the instructor", lang),
+        reason=budget.take(a.reason, 4096),
+        **change,
     )
 
 
@@ -505,6 +548,10 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
         isolation=name(isolation_label(grade.isolation, lang)),
         grader_version=name(grade.grader_version),
         duration_s=grade.duration_s,
+        adjustments=[
+            AdjustmentView(a.kind, a.before, a.after, adjustment_text(a, lang, budget))
+            for a in grade.adjustments
+        ],
     )
 
 

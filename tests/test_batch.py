@@ -252,7 +252,7 @@ def test_a_new_hidden_check_makes_regrade_report_the_changed_scores(tmp_path):
     (ex / "exercise.toml").write_text(toml)
 
     proc = grader("regrade", EXERCISE, "--db", db, exercises=exercises)
-    assert "regrading 4 of 4 stored submissions" in proc.stdout
+    assert "regrading 4 of 4 current submissions" in proc.stdout
     after = snapshot(db)
     kind = {k: v for k, v in manifest.items()}
     changed = {k for k in manifest if after[k][0] != before[k][0]}

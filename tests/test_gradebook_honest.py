@@ -204,3 +204,149 @@ def test_bad_corrections_change_nothing(book):
     with pytest.raises(GradebookInputError, match="EXERCISE"):
         book.revoke_override("fay", EX, "prof")
     assert book.audit_log() == [] and current(book, "fay").grade.score == 9
+
+
+# -- the commands ------------------------------------------------------------------------------------
+
+
+def run(*args, rc=0):
+    result = CliRunner().invoke(cli_main, [str(a) for a in args], catch_exceptions=False)
+    assert result.exit_code == rc, (result.output, result.stderr if hasattr(result, "stderr") else "")
+    return result
+
+
+def test_the_commands_correct_audit_and_export_what_they_did(db, tmp_path):
+    with Gradebook(db) as book:
+        first = hand_in(book, "gil", 8, b"g1\n", submitted_at=DUE - timedelta(hours=2))
+        hand_in(book, "gil", 12, b"g2\n", submitted_at=DUE + timedelta(minutes=20))  # 1 day late
+        hand_in(book, "hal", 20, b"h\n", late=True)  # Canvas _LATE, no time
+    course = course_toml(tmp_path, "best")
+    run("gradebook", "override", "hal", EX, "--score", 15, "--reason", "talked it through", "--author", "prof",
+        "--db", db)
+    run("gradebook", "choose", "gil", EX, "--submission", first, "--author", "ta", "--db", db)
+    run("gradebook", "remove", "gil", "--submission", first, "--reason", "wrong file", "--db", db)
+    rows = {r["learner"]: r for r in csv.DictReader(io.StringIO(
+        run("gradebook", "export", "--db", db, "--course", course).output))}
+    assert rows["hal"]["score"] == "15.0" and rows["hal"]["graded_score"] == "20.0"
+    assert rows["hal"]["override_reason"] == "talked it through" and rows["hal"]["override_author"] == "prof"
+    assert rows["hal"]["late_days"] == "1" and rows["hal"]["penalty"] == "0.1"
+    # gil's on-time submission is removed: the late one counts, 12 less 10 % of 20
+    assert rows["gil"]["score"] == "10.0" and rows["gil"]["late_days"] == "1" and rows["gil"]["override_score"] == ""
+    run("gradebook", "restore", "gil", "--submission", first, "--reason", "it was right", "--db", db)
+    chosen = course_toml(tmp_path, "chosen")
+    data = json.loads(run("gradebook", "export", "--db", db, "--format", "json", "--course", chosen).output)
+    gil = next(r for r in data if r["learner"] == "gil")
+    assert gil["score"] == 8 and gil["grade"]["adjustments"] == []
+    hal = next(r for r in data if r["learner"] == "hal")
+    assert [a["kind"] for a in hal["grade"]["adjustments"]] == ["late-penalty", "override"]
+    shown = run("gradebook", "show", "hal", "--db", db, "--course", chosen).output
+    assert "talked it through" in shown and "override by prof" in shown
+    audit = json.loads(run("gradebook", "audit", "--db", db, "--format", "json").output)
+    assert [(e["action"], e["learner"]) for e in audit] == [
+        ("override", "hal"), ("choose", "gil"), ("remove", "gil"), ("restore", "gil")]
+    text = run("gradebook", "audit", "--db", db, "--learner", "gil").output
+    assert "remove  gil  day49-data" in text and "wrong file" in text and "hal" not in text
+    run("gradebook", "override", "hal", EX, "--revoke", "--db", db)
+    assert json.loads(run("gradebook", "export", "--db", db, "--format", "json").output)[1]["score"] == 20
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("override", "ivy", EX, "--score", 21, "--reason", "r"), "--score"),
+        (("override", "ivy", EX, "--score", -1, "--reason", "r"), "--score"),
+        (("override", "ivy", EX, "--score", 5, "--reason", " "), "--reason"),
+        (("override", "ivy", EX, "--score", 5), "--reason"),
+        (("override", "nobody", EX, "--score", 5, "--reason", "r"), "LEARNER"),
+        (("override", "ivy", "no-such-exercise", "--score", 5, "--reason", "r"), "EXERCISE"),
+        (("override", "ivy", EX, "--revoke"), "EXERCISE"),
+        (("remove", "ivy", "--submission", 999, "--reason", "r"), "--submission"),
+        (("remove", "ivy", "--reason", ""), "--reason"),
+        (("restore", "nobody", "--reason", "r"), "LEARNER"),
+        (("choose", "ivy", EX, "--submission", 999), "--submission"),
+    ],
+)
+def test_bad_input_is_exit_2_naming_the_argument_and_stores_nothing(tmp_path, args, named):
+    db = str(tmp_path / "gb.db")
+    with Gradebook(db) as book:
+        hand_in(book, "ivy", 9, b"i\n")
+    result = run("gradebook", *args, "--db", db, rc=2)
+    assert named in result.output
+    with Gradebook(db) as book:
+        assert book.audit_log() == [] and current(book, "ivy").grade.score == 9
+        assert not current(book, "ivy").grade.adjustments
+
+
+def test_a_missing_gradebook_is_exit_2_and_is_not_created(tmp_path):
+    db = tmp_path / "none.db"
+    for args in (("override", "a", EX, "--score", 1, "--reason", "r"), ("audit",), ("remove", "a", "--reason", "r")):
+        assert "does not exist" in run("gradebook", *args, "--db", db, rc=2).output
+    assert not db.exists()
+
+
+# -- the reports show the adjustments, in both languages -------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_every_report_shows_the_penalty_and_the_override_with_its_reason(lang):
+    from reports import render
+
+    policy = CoursePolicy.model_validate(
+        {"exercises": {EX: {"due": DUE, "late": {"grace_minutes": 15, "penalty_per_day": 0.1}}}}
+    )
+    flag = lms_lateness(policy, EX, Deadlines(None, DUE, None), submitted_at=None, flagged_late=True)
+    g = adjusted(grade(20), flag, OverrideFact(17, "a <b>bold</b> claim", "prof"))
+    words = {"en": ("Late penalty", "without a time", "Score set by"), "zh-TW": ("遲交扣分", "沒有提交時間", "調整了分數")}
+    for fmt in ("text", "html", "markdown", "junit", "gradescope"):
+        out = render(g, fmt, lang)
+        for w in words[lang]:
+            assert w in out, (fmt, w)
+        assert "prof" in out and "18 → 17" in out, fmt
+        if fmt == "html":
+            assert "<b>bold</b>" not in out and "&lt;b&gt;bold&lt;/b&gt;" in out
+    assert json.loads(render(g, "gradescope", lang))["score"] == 17
+    assert json.loads(render(g, "json", lang))["adjustments"][1]["reason"] == "a <b>bold</b> claim"
+
+
+# -- a real regrade ----------------------------------------------------------------------------------
+
+
+def test_an_override_survives_a_real_regrade_and_shows_in_the_export_with_its_reason(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from grader.sampleclass import make_class
+
+    root = Path(__file__).resolve().parents[1]
+    exercises = tmp_path / "exercises"
+    shutil.copytree(root / "exercises" / EX, exercises / EX, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(exercises / EX / "exercise.toml", "a") as f:
+        f.write("\n[limits]\nwall_seconds = 30\ncall_seconds = 4\n")
+    manifest = make_class(EX, tmp_path / "class", 2, only=("solution", "mutant:unshifted-targets"))
+    db = str(tmp_path / "gb.db")
+    env = {**os.environ, "GRADER_EXERCISES_DIR": str(exercises)}
+
+    def grader(*args):
+        proc = subprocess.run([sys.executable, "-m", "grader", *map(str, args)], capture_output=True,
+                              text=True, timeout=300, cwd=root, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    grader("batch", EX, tmp_path / "class", "--db", db, "--workers", 1)
+    buggy = next(k for k, v in manifest.items() if v == "mutant:unshifted-targets")
+    grader("gradebook", "override", buggy, EX, "--score", 19, "--reason", "shift fixed in office hours",
+           "--author", "prof", "--db", db)
+    out = grader("regrade", EX, "--db", db, "--force", "--workers", 1)
+    assert "regrading 2 of 2 current submissions" in out
+    with Gradebook(db) as book:
+        runs = book.latest_runs([c.submission_id for c in book.current_grades(EX)])
+        assert all(len(r) == 2 for r in runs.values())  # regraded: a second run each
+        c = current(book, buggy)
+        assert c.graded_score < 19 and c.grade.score == 19 and c.run_id == runs[c.submission_id][-1][1].id
+    rows = {r["learner"]: r for r in csv.DictReader(io.StringIO(grader("gradebook", "export", "--db", db)))}
+    assert rows[buggy]["score"] == "19.0" and rows[buggy]["override_reason"] == "shift fixed in office hours"
+    actions = [e["action"] for e in json.loads(grader("gradebook", "audit", "--db", db, "--format", "json"))]
+    assert actions == ["batch", "override", "regrade"]

@@ -17,7 +17,17 @@ from pathlib import Path
 
 import click
 
-from grader.cli.common import EXIT_FAIL, EXIT_PASS, db_option, echo, get_exercise, lang_option, usage_error
+from grader.cli.common import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    course_option,
+    db_option,
+    echo,
+    get_exercise,
+    lang_option,
+    load_course,
+    usage_error,
+)
 
 
 def executor_options(f):
@@ -68,7 +78,8 @@ def _run(fn, *args, **kwargs):
     help="Exit 0 even when SOURCE held folders, archives or exercise files that are no learner's.",
 )
 @lang_option
-def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, allow_skipped, lang):
+@course_option
+def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, allow_skipped, lang, course):
     """Grade a class: every learner's submission for EXERCISE in SOURCE, into the gradebook.
 
     SOURCE is a folder or a zip archive: one sub-folder, file or zip per learner, or a Canvas,
@@ -79,6 +90,7 @@ def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, 
     from grader.batch import run_batch
 
     ex = get_exercise(exercise)
+    policy = load_course(course)
     tally = _run(
         run_batch,
         ex.id,
@@ -91,6 +103,7 @@ def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, 
         lang=lang,
         progress=progress,
         echo=echo,
+        policy=policy,
     )
     if tally.skipped_learners and not allow_skipped:
         echo(
@@ -107,13 +120,20 @@ def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, 
 @db_option
 @executor_options
 @click.option("--force", is_flag=True, help="Regrade even submissions already graded against this version.")
-def regrade(exercise, db, workers, scheduler, progress, force):
-    """Regrade every stored submission of EXERCISE against its current version; list changed scores.
+@click.option(
+    "--all", "every", is_flag=True, help="Regrade every stored submission, older and removed ones too."
+)
+@course_option
+def regrade(exercise, db, workers, scheduler, progress, force, every, course):
+    """Regrade the current submissions of EXERCISE against its current version; list changed scores.
 
+    Current: the submission that counts for each learner not removed (by --course, else the
+    latest seen); --all regrades every stored one. Overrides stay in force over the new grades.
     The gradebook must exist: a missing SQLite file is an error (exit 2), and none is created."""
     from grader.batch import regrade as run_regrade
 
     ex = get_exercise(exercise)
+    policy = load_course(course)
     tally, changes = _run(
         run_regrade,
         ex.id,
@@ -123,6 +143,8 @@ def regrade(exercise, db, workers, scheduler, progress, force):
         force=force,
         progress=progress,
         echo=echo,
+        policy=policy,
+        every=every,
     )
     if not changes:
         echo("no score changed")

@@ -118,3 +118,42 @@ def open_gradebook(db: str, *, create: bool = False):
         return Gradebook(db, create=create)
     except StoreError as exc:
         usage_error(str(exc))
+
+
+# -- the course policy --------------------------------------------------------------------------
+
+
+def course_option(f):
+    """--course course.toml, as `grader serve --course`: which submission counts, the late penalty."""
+    return click.option(
+        "--course",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="The course policy (course.toml): which submission counts and what lateness costs. "
+        "Without it the latest submission seen counts, with no late penalty.",
+    )(f)
+
+
+def load_course(course: Path | None):
+    """The CoursePolicy of --course (None without it); a missing or malformed file is exit 2."""
+    if course is None:
+        return None
+    from grader.errors import GraderError
+    from grader.exercises import all_exercises
+    from grader.service.policy import load_policy
+
+    if not course.is_file():
+        usage_error(f"--course: {course} does not exist")
+    try:
+        return load_policy(course, [e.id for e in all_exercises()])
+    except GraderError as exc:
+        usage_error(f"--course: {exc}")
+
+
+def os_user() -> str:
+    """Who runs the command, for the audit and an override's author."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return "unknown"

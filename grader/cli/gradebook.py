@@ -1,9 +1,10 @@
-"""`grader gradebook export|show|publish`: read the gradebook (publish records a roster and its
-publication in it).
+"""`grader gradebook`: read the gradebook (export, show, audit), correct it (override, remove,
+restore, choose: each recorded in the audit with its reason and who did it), and publish an
+exercise's feedback and LMS import files (recorded in the audit too).
 
 All require the gradebook to exist (a missing SQLite file is exit 2, and none is created).
 Grades are rendered by the same renderers as `grader grade` (reports.render); CSV is written
-only by reports/gradebook.py, and the LMS import files by reports/lms.py.
+only by reports/gradebook.py (the LMS import files' columns are reports/lms.py's).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import click
 
 from grader.cli.common import (
     EXIT_PASS,
+    course_option,
     db_option,
     echo,
     format_option,
     get_exercise,
     lang_option,
+    load_course,
     open_gradebook,
+    os_user,
     usage_error,
     write_out,
 )
@@ -29,7 +33,7 @@ from grader.text import terminal
 
 @click.group()
 def gradebook():
-    """Read the gradebook: export every current grade, or show one learner's."""
+    """Read the gradebook (export, show, audit) or correct it (override, remove, restore, choose)."""
 
 
 @gradebook.command("export")
@@ -37,15 +41,20 @@ def gradebook():
 @click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
 @click.option("--exercise", help="Only this exercise.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
-def gradebook_export(db, fmt, exercise, out):
-    """Every learner's current grade per exercise (the latest grade of their latest submission)."""
+@course_option
+def gradebook_export(db, fmt, exercise, out, course):
+    """Every learner's current grade per exercise: the latest grade of the submission that counts
+    (by --course, else the latest seen), its late penalty and any override applied, with the
+    graded score, the override's score, reason and author, and the late days and penalty beside
+    it. Removed learners and submissions are left out."""
     from reports.gradebook import export_row, render_export_csv
 
     if exercise:
         exercise = get_exercise(exercise).id
+    policy = load_course(course)
     gb = open_gradebook(db)
     try:
-        current = gb.current_grades(exercise)
+        current = gb.current_grades(exercise, policy=policy)
     finally:
         gb.close()
     if fmt == "csv":
@@ -101,7 +110,8 @@ def _clean(text, limit=400) -> str:
     help="Colour the text report [default: only when writing to a terminal].",
 )
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
-def gradebook_show(learner, db, exercise, fmt, history, lang, color, out):
+@course_option
+def gradebook_show(learner, db, exercise, fmt, history, lang, color, out, course):
     """LEARNER's current grades, rendered as `grader grade` renders a grade.
 
     \b
@@ -118,10 +128,11 @@ def gradebook_show(learner, db, exercise, fmt, history, lang, color, out):
     """
     if history and fmt != "json":
         usage_error("--history goes with --format json (the text format always shows the history)")
+    policy = load_course(course)
     gb = open_gradebook(db)
     try:
         info = gb.learner(learner)
-        current = gb.current_grades(learner=learner) if info else []
+        current = gb.current_grades(learner=learner, policy=policy) if info else []
     finally:
         gb.close()
     if info is None:
@@ -185,6 +196,7 @@ def _overview(info: dict, current: list, lang: str, color: bool) -> str:
         f"learner {_clean(info['learner'])}"
         + (f"  {_clean(info['name'])}" if info["name"] else "")
         + (f"  <{_clean(info['email'])}>" if info["email"] else "")
+        + (f"  (removed {info['removed_at']:%Y-%m-%d %H:%M} UTC)" if info["removed_at"] else "")
     ]
     for c in current:
         g = c.grade
@@ -195,13 +207,20 @@ def _overview(info: dict, current: list, lang: str, color: bool) -> str:
             f"  (version {c.version[:12]}, submission {c.digest[:12]}"
             f"{', late' if c.late else ''}{when})"
         )
+        for a in g.adjustments:
+            who = f" by {_clean(a.author, 80)}" if a.author else ""
+            lines.append(f"    {a.kind}{who}: {a.before:g} -> {a.after:g}  ({_clean(a.reason)})")
     if not current:
         lines.append("  no current grade")
     lines.append("\nsubmissions and grade runs:")
     for s in info["submissions"]:
         files = ", ".join(f"{_clean(n, 80)} ({size} B)" for n, size in s["files"].items())
+        marks = "".join(
+            [" (current)" if s["current"] else "", " (chosen)" if s["chosen"] else ""]
+            + [" (removed)" if s["removed_at"] else ""]
+        )
         lines.append(
-            f"  {s['exercise']} submission {s['digest'][:12]}{' (current)' if s['current'] else ''} "
+            f"  {s['exercise']} submission {s['id']} {s['digest'][:12]}{marks} "
             f"from {_clean(s['origin'], 80) or '?'} [{s['layout']}]: {files or 'no files'}"
         )
         if s["problem"]:
@@ -230,11 +249,7 @@ def _overview(info: dict, current: list, lang: str, color: bool) -> str:
     help="Write the learners' reports, the LMS import files and published.json here.",
 )
 @lang_option
-@click.option(
-    "--course",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The course policy (course.toml): its late penalties apply to the published scores.",
-)
+@course_option
 @click.option(
     "--roster",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -266,7 +281,7 @@ def gradebook_publish(exercise, db, out, lang, course, roster, canvas_assignment
     from grader.publish import publish
 
     ex = get_exercise(exercise)
-    policy = _policy(course, ex.id)
+    policy = load_course(course)
     rows = None
     if roster is not None:
         from grader.service.roster import read_roster
@@ -290,15 +305,146 @@ def gradebook_publish(exercise, db, out, lang, course, roster, canvas_assignment
     sys.exit(EXIT_PASS)
 
 
-def _policy(course: Path | None, exercise: str):
-    """course.toml, checked against the course's exercises (None: no policy given)."""
-    if course is None:
-        return None
-    from grader.errors import UsageError
-    from grader.exercises import all_exercises
-    from grader.service.policy import load_policy
+# -- corrections: override, remove, restore, choose, and the audit of them ---------------------------
+# (each its own function, apart from the readers above and from `publish`)
 
+
+def _correct(db: str, change):
+    """Run one correction on the gradebook; what names a missing learner, submission or an empty
+    reason is exit 2 naming the argument, and nothing is stored."""
+    from grader.store.gradebook import GradebookInputError
+
+    gb = open_gradebook(db)
     try:
-        return load_policy(course, [e.id for e in all_exercises()] or [exercise])
-    except UsageError as exc:
-        usage_error(f"--course: {exc}")
+        return change(gb)
+    except GradebookInputError as exc:
+        usage_error(str(exc))
+    finally:
+        gb.close()
+
+
+def _reason_option(f):
+    return click.option("--reason", default=None, help="Why (required, recorded in the audit).")(f)
+
+
+def _author_option(f):
+    return click.option("--author", default=None, help="Who does it [default: the OS user].")(f)
+
+
+def _need_reason(reason: str | None) -> str:
+    if reason is None or not reason.strip():
+        usage_error("--reason: a reason is required and may not be empty")
+    return reason
+
+
+@gradebook.command("override")
+@click.argument("learner")
+@click.argument("exercise")
+@db_option
+@click.option("--score", type=float, help="The score that counts, 0 to the exercise's points.")
+@_reason_option
+@_author_option
+@click.option("--revoke", is_flag=True, help="Revoke the newest override instead.")
+def gradebook_override(learner, exercise, db, score, reason, author, revoke):
+    """Give LEARNER's EXERCISE a score by hand, with a reason (or --revoke the newest override).
+
+    The newest override not revoked is the score that counts, over whatever grade run is current:
+    it survives `grader regrade` and `grader batch --force`. Every export and report shows it with
+    its reason and author. Exit 2: an unknown learner or exercise, a score out of range, no reason."""
+    ex = get_exercise(exercise)
+    author = author or os_user()
+    if revoke:
+        if score is not None:
+            usage_error("--score: not with --revoke")
+        now = _correct(db, lambda gb: gb.revoke_override(learner, ex.id, author))
+        applies = f"the override of {now.score:g} ({now.reason}) applies again" if now else ""
+        echo(f"revoked the newest override of {learner} {ex.id}; {applies or 'the graded score counts'}")
+        return
+    if score is None:
+        usage_error("--score: required (or --revoke)")
+    if not 0 <= score <= ex.points:
+        usage_error(f"--score: {score:g} is out of range: {ex.id} is worth 0 to {ex.points:g} points")
+    reason = _need_reason(reason)
+    _correct(db, lambda gb: gb.override(learner, ex.id, score, reason, author))
+    echo(f"{learner} {ex.id}: {score:g} / {ex.points:g} by {author}, from now and over every regrade")
+
+
+def _removal(restore: bool):
+    verb = "restore" if restore else "remove"
+
+    @click.argument("learner")
+    @db_option
+    @click.option("--exercise", help=f"Only {'the' if restore else 'their'} submissions of this exercise.")
+    @click.option("--submission", type=int, help="Only this submission (its id, as `gradebook show` lists).")
+    @_reason_option
+    @_author_option
+    def command(learner, db, exercise, submission, reason, author):
+        if exercise is not None and submission is not None:
+            usage_error("--exercise and --submission: give one")
+        ex = get_exercise(exercise).id if exercise else None
+        reason = _need_reason(reason)
+        author = author or os_user()
+        n = _correct(
+            db,
+            lambda gb: gb.remove(
+                learner, reason, author, exercise=ex, submission=submission, restore=restore
+            ),
+        )
+        what = f"submission {submission}" if submission else f"submissions of {ex}" if ex else "learner"
+        echo(f"{verb}d {learner} ({what}): {n} changed")
+
+    command.__doc__ = (
+        "Remove LEARNER, their submissions of an exercise, or one submission from the gradebook.\n\n"
+        "Removed rows stay (nothing is deleted) but are left out of current grades, exports, class "
+        "reports and publications; `grader gradebook restore` undoes it."
+        if not restore
+        else "Undo a `grader gradebook remove`: the learner, or the submissions the newest removal "
+        "of that exercise took out, or one submission, count again exactly as before."
+    )
+    return gradebook.command(verb)(command)
+
+
+gradebook_remove = _removal(restore=False)
+gradebook_restore = _removal(restore=True)
+
+
+@gradebook.command("choose")
+@click.argument("learner")
+@click.argument("exercise")
+@db_option
+@click.option("--submission", type=int, required=True, help="The submission that counts (its id).")
+@_author_option
+def gradebook_choose(learner, exercise, db, submission, author):
+    """Make one of LEARNER's submissions of EXERCISE the chosen one: it counts where course.toml
+    says `counts = "chosen"` (and, without --course, over the latest seen)."""
+    ex = get_exercise(exercise).id
+    _correct(db, lambda gb: gb.choose(learner, ex, submission, author or os_user()))
+    echo(f"{learner} {ex}: submission {submission} is the chosen one")
+
+
+@gradebook.command("audit")
+@db_option
+@click.option("--learner", help="Only this learner's entries.")
+@click.option("--exercise", help="Only this exercise's entries.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def gradebook_audit(db, learner, exercise, fmt):
+    """Every change made to the gradebook, oldest first: overrides, revokes, removals and restores,
+    chosen submissions, batches and regrades, with who, when and why."""
+    gb = open_gradebook(db)
+    try:
+        entries = gb.audit_log(learner, exercise)
+    finally:
+        gb.close()
+    if fmt == "json":
+        click.echo(as_json([{**e, "at": e["at"].isoformat()} for e in entries]), nl=False)
+        return
+    if not entries:
+        echo("no audit entries")
+    for e in entries:
+        details = ", ".join(f"{k}={v}" for k, v in e["details"].items())
+        echo(
+            f"{e['at']:%Y-%m-%d %H:%M:%S} UTC  {e['actor']}  {e['action']}"
+            + (f"  {e['learner']}" if e["learner"] else "")
+            + (f"  {e['exercise']}" if e["exercise"] else "")
+            + (f"  ({details})" if details else "")
+        )

@@ -639,7 +639,7 @@ class Gradebook:
                 sub = self._submission_or_fail(s, who, submission, exercise)
                 rows: list[Submission] = [sub] if (sub.removed_at is not None) == restore else []
                 exercise = sub.exercise
-                scope = {"submission": submission}
+                scope: dict = {"submission": submission}
             elif exercise is not None:
                 subs = list(s.scalars(select(Submission).filter_by(learner_id=who.id, exercise=exercise)))
                 if not subs:
