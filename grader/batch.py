@@ -299,6 +299,8 @@ class Tally:
     # files could not be read as found ({"learner", "reason"}: an invalid-submission grade)
     skipped_entries: list[dict] = field(default_factory=list)
     unreadable_found: list[dict] = field(default_factory=list)
+    no_submission: list[str] = field(default_factory=list)  # learners who handed in no file at all
+    warnings: list[str] = field(default_factory=list)  # about SOURCE as a whole (wrong exercise?)
 
     @property
     def skipped_learners(self) -> int:
@@ -580,24 +582,12 @@ def run_batch(
 ) -> Tally:
     """`grader batch`: read SOURCE, record it, grade what is new or changed, write the outputs
     (the grades that count by `policy`, adjusted: Gradebook.current_grades)."""
-    from grader.sources import SourceError, read_source
     from grader.store import redact
 
     exercise = load_exercise(exercise_id)
     version = exercise_version(exercise.id)
-    try:
-        found = read_source(source, exercise)
-    except SourceError as exc:
-        raise BatchError(str(exc)) from None
+    found, tally = read_class(exercise, source)
     gradebook = _open(db)
-    tally = Tally(
-        learners=len({i.learner for i in found.incoming}),
-        submissions=len(found.incoming),
-        skipped_entries=[n.as_dict() for n in found.notes],
-        unreadable_found=[
-            {"learner": i.learner, "reason": str.__str__(i.problem)} for i in found.incoming if i.problem
-        ],
-    )
     try:
         version_id = gradebook.exercise_version(exercise.id, version, exercise.points, exercise.title.en)
         ids = gradebook.add_submissions(exercise.id, found.incoming)
@@ -609,11 +599,7 @@ def run_batch(
             f"({found.layout} layout); {len(pending)} to grade, {tally.skipped} unchanged since "
             f"graded{' (--force: regrading all)' if force else ''}; gradebook {redact(gradebook.url)}"
         )
-        notes = sorted(found.notes, key=lambda n: not n.learner_like)  # a missing learner first
-        for note in notes[:20]:
-            echo(f"  note: skipped {note.entry}: {note.reason}")
-        if len(notes) > 20:
-            echo(f"  note: ... and {len(notes) - 20} more skipped entries (all in batch.json under --out)")
+        _echo_notes(found, tally, echo)
         problems = {
             i: inc.problem
             for i, inc in zip(ids, found.incoming, strict=True)
@@ -644,6 +630,83 @@ def run_batch(
         return tally
     finally:
         gradebook.close()
+
+
+def read_class(exercise: Exercise, source: Path):
+    """SOURCE read (grader.sources.read_source) and its Tally before grading: the learners, the
+    skipped entries, the learners unreadable as found or with no file at all, and the warning
+    that the class may be another exercise's (sources.wrong_exercise). BatchError when SOURCE
+    is unusable."""
+    from grader.exercises import all_exercises
+    from grader.sources import SourceError, read_source, wrong_exercise
+    from grader.submission import NO_FILES_SUBMITTED
+
+    try:
+        found = read_source(source, exercise)
+    except SourceError as exc:
+        raise BatchError(str(exc)) from None
+    try:
+        others = all_exercises()
+    except ExerciseFileError:  # another exercise's broken file: no better match is named
+        others = []
+    empty = {id(i) for i in found.incoming if getattr(i.problem, "msgid", None) == NO_FILES_SUBMITTED}
+    warning = wrong_exercise(found, exercise, others)
+    tally = Tally(
+        learners=len({i.learner for i in found.incoming}),
+        submissions=len(found.incoming),
+        skipped_entries=[n.as_dict() for n in found.notes],
+        unreadable_found=[
+            {"learner": i.learner, "reason": str.__str__(i.problem)}
+            for i in found.incoming
+            if i.problem and id(i) not in empty
+        ],
+        no_submission=[i.learner for i in found.incoming if id(i) in empty],
+        warnings=[str.__str__(warning)] if warning else [],
+    )
+    return found, tally
+
+
+def _echo_notes(found, tally: Tally, echo: Callable[[str], None]) -> None:
+    """The skipped entries (a missing learner first, 20 at most) and the warnings about SOURCE."""
+    notes = sorted(found.notes, key=lambda n: not n.learner_like)
+    for note in notes[:20]:
+        echo(f"  note: skipped {note.entry}: {note.reason}")
+    if len(notes) > 20:
+        echo(f"  note: ... and {len(notes) - 20} more skipped entries (all in batch.json under --out)")
+    for warning in tally.warnings:
+        echo(f"WARNING: {warning}; a batch grades it all the same")
+
+
+def dry_run(exercise_id: str, source: Path, *, echo: Callable[[str], None] = print) -> Tally:
+    """`grader batch --dry-run`: what a batch would grade, printed, and nothing graded: the
+    layout, each learner with their files (name, size; where found when elsewhere) and
+    problems, the skipped entries and the warnings. The gradebook is neither opened nor
+    created. The Tally (as read_class makes it) lets the command exit as a batch would."""
+    exercise = load_exercise(exercise_id)
+    found, tally = read_class(exercise, source)
+    echo(
+        f"{exercise.id}: {tally.learners} learners in {source} ({found.layout} layout); "
+        "dry run: nothing graded, no gradebook opened"
+    )
+    for inc in found.incoming:
+        when = f"submitted {inc.submitted_at:%Y-%m-%d %H:%M %Z}" if inc.submitted_at else ""
+        about = [inc.name or "", "late" if inc.late else "", when]
+        echo(f"  {inc.learner}" + "".join(f"  {a}" for a in about if a))
+        for name, data in sorted(inc.files.items()):
+            where = inc.found.get(name)
+            shown_where = f"  (from {where})" if where and where != name else ""
+            echo(f"    {name}  {len(data):,} bytes{shown_where}")
+        if inc.problem:
+            echo(f"    problem: {inc.problem}")
+        for warning in inc.warnings:
+            echo(f"    warning: {warning}")
+    _echo_notes(found, tally, echo)
+    echo(
+        f"dry run: {tally.learners} learners, {len(tally.unreadable_found)} unreadable as found, "
+        f"{len(tally.no_submission)} with no file, {len(tally.skipped_entries)} entries skipped "
+        f"({tally.skipped_learners} of them a folder, archive or exercise file)"
+    )
+    return tally
 
 
 def summary(exercise: Exercise, tally: Tally) -> str:
@@ -685,6 +748,13 @@ def summary(exercise: Exercise, tally: Tally) -> str:
         lines += [f"    {u['learner']}: {u['reason'][:300]}" for u in tally.unreadable_found[:20]]
         if len(tally.unreadable_found) > 20:
             lines.append(f"    ... and {len(tally.unreadable_found) - 20} more")
+    if tally.no_submission:
+        lines.append(
+            f"  {len(tally.no_submission)} submitted no file (graded 0, no submission): "
+            + ", ".join(tally.no_submission[:20])
+            + (f" and {len(tally.no_submission) - 20} more" if len(tally.no_submission) > 20 else "")
+        )
+    lines += [f"  WARNING: {w}" for w in tally.warnings]
     if tally.skipped_entries:
         lines.append(
             f"  {len(tally.skipped_entries)} entries of SOURCE skipped, {tally.skipped_learners} of them "

@@ -53,6 +53,9 @@ For every exercise:
     CENTRAL_DIRECTORY_BYTES       32 MiB    an archive's central directory, before it is parsed
     LEARNER_FOLDER_FILES          5,000     files walked in one learner's folder
     LEARNER_ID_CHARS              200       a learner id, after canonicalising
+    WRONG_EXERCISE_SHARE          1/2       a batch warns "wrong exercise?" when more than
+    WRONG_EXERCISE_LEARNERS       2         this share of the learners, and at least this
+                                            many, hold none of the exercise's files by name
     METADATA_BYTES                16 MiB    Gradescope's submission_metadata.yml
     METADATA_NODES                500,000   YAML nodes of that file (no aliases at all)
     METADATA_DEPTH                32        nesting of that file's mappings and lists
@@ -183,6 +186,11 @@ CENTRAL_DIRECTORY_BYTES = 32 * MiB
 LEARNER_FOLDER_FILES = 5_000  # one learner's folder: more fails that learner, and is not walked
 LEARNER_ID_CHARS = 200  # a learner id (an alias bomb made a 5 MB one); longer ends in a hash.
 # The gradebook's learners.key column is this long (PostgreSQL refused a 256-character id).
+# a batch whose learners mostly hand in none of the exercise's files by name was likely started
+# with the wrong exercise (grader.sources.wrong_exercise): more than this share of the learners
+# who handed in files, and at least this many (one odd learner in a class of one is no pattern)
+WRONG_EXERCISE_SHARE = 0.5
+WRONG_EXERCISE_LEARNERS = 2
 METADATA_NODES = 500_000  # YAML nodes in submission_metadata.yml: ~200 per submission of a big class
 METADATA_DEPTH = 32  # its nesting (Gradescope's is 4 deep); deeper raised RecursionError
 

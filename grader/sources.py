@@ -10,7 +10,9 @@
   `-1`, `-2` before the suffix (`data-1.py`), which is undone. Learner id: the Canvas user id.
 - **Moodle** ("Download all submissions"): folders `{Full Name}_{participant id}_assignsubmission_file_`
   (or flat files with that prefix, when "download submissions in folders" is off); onlinetext
-  folders are ignored. Learner id: the participant id.
+  folders are ignored; an empty file-submission folder is a learner who submitted no file (their
+  problem: submission.no_files_submitted). Learner id: the participant id. Incoming.submitted_at is
+  the newest time of the learner's files (newest_file_time: approximate, see member_time).
 - **Gradescope** ("Export Submissions"): `submission_metadata.yml` and one `submission_{id}` folder
   per submission; each submitter (`:sid:`, else `:email:`, else `:name:`) of a group submission gets
   the group's files. Learner id: the student id (sid).
@@ -23,6 +25,12 @@ one that would inflate past its cap is refused, and caps on the number of member
 inflated size refuse a zip bomb before anything is read. Within a learner's files each exercise
 file is found by name at the shallowest depth (an exercise with a single file also takes the one
 file with its suffix), so `mywork/data.py` is found too.
+
+At every level (a learner's own folder and zip too), IGNORED names and every name starting with
+"." (.git, .venv, .ipynb_checkpoints, __MACOSX's ._ files) are no learner and no learner's file.
+A zip member's name without the UTF-8 flag is decoded as its archiver meant it (member_name:
+UTF-8 from macOS and Linux, the Unicode Path field, else the Windows code page, Big5 included).
+A learner whose folder holds no file at all gets the problem "no files were submitted".
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import bz2  # noqa: F401 - zipfile's bzip2 members: its errors are among READ_ER
 import functools
 import hashlib
 import io
+import itertools
 import keyword
 import lzma
 import os
@@ -42,7 +51,7 @@ import unicodedata
 import zipfile
 import zlib
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
@@ -52,7 +61,7 @@ from grader.limits import ARCHIVE_MEMBERS as MAX_ARCHIVE_MEMBERS
 from grader.limits import CENTRAL_DIRECTORY_BYTES as MAX_DIRECTORY_BYTES
 from grader.limits import HELPER_BYTES as MAX_HELPER_BYTES
 from grader.limits import HELPER_FILES as MAX_HELPER_FILES
-from grader.limits import INFLATION_CHECKED_ABOVE
+from grader.limits import INFLATION_CHECKED_ABOVE, WRONG_EXERCISE_LEARNERS, WRONG_EXERCISE_SHARE
 from grader.limits import INFLATION_RATIO as MAX_RATIO
 from grader.limits import LEARNER_FILE_BYTES as MAX_FILE_BYTES
 from grader.limits import LEARNER_FOLDER_FILES as MAX_FOLDER_FILES
@@ -63,9 +72,13 @@ from grader.limits import METADATA_NODES as MAX_METADATA_NODES
 from grader.limits import NESTED_ARCHIVE_BYTES as MAX_NESTED_BYTES
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise
-from grader.submission import Incoming
+from grader.submission import Incoming, no_files_submitted
 
-IGNORED = ("__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini", "__pycache__")
+# Never a learner nor a learner's file, at any level of SOURCE (inside a learner's folder or zip
+# too): what operating systems, editors, notebooks and version control leave beside the work. With
+# every name that starts with "." (ignored_name): .git, .venv, .idea, .ipynb_checkpoints (whose
+# data-checkpoint.py is no submission), macOS's .DS_Store and ._ resource forks.
+IGNORED = ("__MACOSX", "__pycache__", ".ipynb_checkpoints", "Thumbs.db", "desktop.ini")
 
 CANVAS = re.compile(r"^(?P<name>[^_]*?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)$", re.I)
 MOODLE = re.compile(
@@ -153,6 +166,7 @@ class Entry:
     problem: str | None = None  # symbolic link, too large, unsafe path, encrypted
     is_dir: bool = False  # kept so that an empty learner folder is still a learner
     fatal: bool = False  # the problem fails the learner whatever else is found (too many files)
+    modified: datetime | None = None  # a file's time as SOURCE records it (mtime, zip member time)
 
 
 @dataclass(frozen=True)
@@ -194,8 +208,13 @@ def _wanted(name: str, exercise: Exercise) -> bool:
     return name == GRADESCOPE_META or suffix in suffixes or suffix == ".zip"
 
 
+def ignored_name(name: str) -> bool:
+    """Is this file or folder name one that is never a learner's work (IGNORED, or a dot name)?"""
+    return name in IGNORED or name.startswith(".")
+
+
 def _ignored(parts) -> bool:
-    return any(p in IGNORED or p.startswith("._") for p in parts)
+    return any(map(ignored_name, parts))
 
 
 def _symlink(name: str) -> Entry:
@@ -321,8 +340,9 @@ def _read_file(entry: os.DirEntry, name: str, exercise: Exercise) -> Entry:
         return _symlink(name)
     if not entry.is_file(follow_symlinks=False):
         return Entry(problem=msg("{name} is not a regular file", name=name))
+    modified = _file_time(entry)
     if not _wanted(name, exercise):
-        return Entry()
+        return Entry(modified=modified)
     limit = _limit(name)
     try:  # O_NOFOLLOW: a file swapped for a symbolic link since the listing is not followed
         fd = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -330,7 +350,19 @@ def _read_file(entry: os.DirEntry, name: str, exercise: Exercise) -> Entry:
             data = fh.read(limit + 1)
     except OSError as exc:
         return Entry(problem=msg("{name} cannot be read: {error}", name=name, error=exc.strerror or ""))
-    return Entry(data=data) if len(data) <= limit else _too_large(name, limit)
+    return Entry(data=data, modified=modified) if len(data) <= limit else _too_large(name, limit)
+
+
+def _file_time(entry: os.DirEntry) -> datetime | None:
+    try:
+        return _in_range(datetime.fromtimestamp(entry.stat(follow_symlinks=False).st_mtime, UTC))
+    except (OSError, OverflowError, ValueError):
+        return None
+
+
+def _in_range(when: datetime) -> datetime | None:
+    """A time, or None when outside 1970-2200 (no submission is that old or that new)."""
+    return when if 1970 <= when.year <= 2200 else None
 
 
 def _safe_member_path(name: str) -> PurePosixPath | None:
@@ -443,6 +475,140 @@ def read_zip(
             return _members(zf, exercise, max_total, budget, label)
 
 
+# -- zip member names and times, as the archiver meant them (APPNOTE.TXT 4.4.4, 4.5, 4.6.9) ---------
+
+UTF8_FLAG = 0x800  # general purpose bit 11: the name is UTF-8
+UNICODE_PATH_EXTRA = 0x7075  # Info-ZIP Unicode Path: version 1, CRC-32 of the header name, UTF-8 name
+EXTENDED_TIMESTAMP_EXTRA = 0x5455  # Info-ZIP "UT": flags, then the Unix mtime (UTC) when bit 0 is set
+# what Windows Explorer and older archivers write names in when they are not UTF-8: the OEM code
+# page of the Windows that made the archive. First wins a tie: this course is taught in Taiwan.
+LEGACY_CODE_PAGES = ("cp950", "gbk", "shift_jis", "cp437")
+LEGACY_SAMPLE_BYTES = 64 * 1024  # of names read to guess their code page: plenty, and bounded
+
+
+def _extra_fields(extra: bytes) -> dict[int, bytes]:
+    """A member's extra fields (tag -> data), the first of each tag; a truncated one ends it."""
+    fields: dict[int, bytes] = {}
+    pos = 0
+    while pos + 4 <= len(extra):
+        tag, size = struct.unpack_from("<2H", extra, pos)
+        if pos + 4 + size > len(extra):
+            break
+        fields.setdefault(tag, extra[pos + 4 : pos + 4 + size])
+        pos += 4 + size
+    return fields
+
+
+def _raw_name(info: zipfile.ZipInfo) -> bytes:
+    """The member name's bytes as stored: zipfile decoded them as UTF-8 (flag set) or cp437,
+    which maps every byte to one character, so encoding back gives the bytes."""
+    return info.orig_filename.encode("utf-8" if info.flag_bits & UTF8_FLAG else "cp437")
+
+
+def _unicode_path(info: zipfile.ZipInfo, raw: bytes) -> str | None:
+    data = _extra_fields(info.extra).get(UNICODE_PATH_EXTRA)
+    if not data or len(data) < 5 or data[0] != 1:
+        return None
+    if struct.unpack_from("<L", data, 1)[0] != zlib.crc32(raw):
+        return None  # the name was changed after the field was written: the field is stale
+    try:
+        return data[5:].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def member_name(info: zipfile.ZipInfo, legacy: str = "cp437") -> str:
+    """A zip member's name as its archiver meant it. Python's zipfile decodes a name without the
+    UTF-8 flag (bit 11) as cp437, which is right only for old DOS and US Windows archives:
+
+    1. the UTF-8 flag set: the name as zipfile read it;
+    2. else an Info-ZIP Unicode Path extra field (0x7075) whose CRC-32 matches the stored name:
+       its UTF-8 name (the archiver said so in so many words, so it goes before any inference);
+    3. else the stored bytes when they are valid UTF-8 (macOS Archive Utility, Linux `zip` and
+       7-Zip write UTF-8 without setting the flag; plain ASCII is this case too);
+    4. else `legacy`, the code page guessed for the whole archive (legacy_code_page): Windows
+       Explorer writes the OEM code page (cp950, Big5, on Traditional Chinese Windows); cp437,
+       which decodes any bytes, when the name is not valid in it.
+
+    As zipfile does, the name ends at a NUL byte."""
+    if info.flag_bits & UTF8_FLAG:
+        return info.filename
+    raw = _raw_name(info)
+    name = _unicode_path(info, raw)
+    if name is None:
+        for encoding in ("utf-8", legacy, "cp437"):
+            try:
+                name = raw.decode(encoding)
+                break
+            except UnicodeDecodeError:
+                continue
+    return (name or "").split("\x00")[0]
+
+
+def legacy_code_page(raw_names: list[bytes]) -> str:
+    """The code page in which an archiver wrote these member names (none of them UTF-8), guessed
+    once for the whole archive by charset-normalizer among LEGACY_CODE_PAGES: all names together
+    (up to LEGACY_SAMPLE_BYTES), since one short name cannot tell Big5 from GBK. A tie goes to the
+    decoding whose non-ASCII characters are most often letters ("Müller", not "M〕ler"), then to
+    the order of LEGACY_CODE_PAGES. cp437, zipfile's own choice, when charset-normalizer is not
+    installed (the student client, whose own zips have ASCII exercise file names) or nothing fits."""
+    try:
+        from charset_normalizer import from_bytes
+    except ImportError:
+        return "cp437"
+    sample, size = [], 0
+    for raw in raw_names:
+        if size + len(raw) > LEGACY_SAMPLE_BYTES:
+            break
+        sample.append(raw)
+        size += len(raw) + 1
+    matches = [
+        m
+        for m in from_bytes(b"\n".join(sample), cp_isolation=list(LEGACY_CODE_PAGES))
+        if m.encoding in LEGACY_CODE_PAGES
+    ]
+    if not matches:
+        return "cp437"
+
+    def rank(match) -> tuple:
+        wide = [c for c in str(match) if ord(c) > 127]
+        letters = sum(unicodedata.category(c).startswith("L") for c in wide) / max(len(wide), 1)
+        order = LEGACY_CODE_PAGES.index(match.encoding)
+        return (round(match.chaos, 3), -round(match.coherence, 3), -letters, order)
+
+    return min(matches, key=rank).encoding
+
+
+def _member_names(infos: list[zipfile.ZipInfo]) -> list[str]:
+    """Each member's name (member_name), the legacy code page guessed from those that need one."""
+    legacy_raw = []
+    for info in infos:
+        if not info.flag_bits & UTF8_FLAG:
+            raw = _raw_name(info)
+            if not raw.isascii() and _unicode_path(info, raw) is None:
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    legacy_raw.append(raw)
+    legacy = legacy_code_page(legacy_raw) if legacy_raw else "cp437"
+    return [member_name(info, legacy) for info in infos]
+
+
+def member_time(info: zipfile.ZipInfo) -> datetime | None:
+    """When a member was last changed, as the archive records it: the Extended Timestamp extra
+    field (0x5455) when present (Unix time: UTC by definition), else the DOS date_time, which
+    carries no zone and is read as UTC: nothing in the archive says which zone its writer's clock
+    was in (Moodle writes its server's), so this time may be off by that zone's offset. None
+    when it is not a real time."""
+    data = _extra_fields(info.extra).get(EXTENDED_TIMESTAMP_EXTRA)
+    try:
+        if data and len(data) >= 5 and data[0] & 1:
+            return _in_range(datetime.fromtimestamp(struct.unpack_from("<l", data, 1)[0], UTC))
+        return _in_range(datetime(*info.date_time, tzinfo=UTC))
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 def _members(zf: zipfile.ZipFile, exercise: Exercise, max_total: int, budget: int, label: str) -> Tree:
     infos = zf.infolist()
     total = sum(max(i.file_size, 0) for i in infos)
@@ -457,18 +623,21 @@ def _members(zf: zipfile.ZipFile, exercise: Exercise, max_total: int, budget: in
         )
     tree: Tree = {}
     inflated = 0
-    for info in infos:
-        path = _safe_member_path(info.filename)
+    for info, name in zip(infos, _member_names(infos), strict=True):
+        path = _safe_member_path(name)
         if path is None:
             raise SourceError(
                 msg(
                     "{label}: member {member} would be written outside the archive's "
                     "folder (an absolute path or ..); refusing the archive",
                     label=label,
-                    member=repr(info.filename)[:500],
+                    member=repr(name)[:500],
                 )
             )
-        if _ignored(path.parts):
+        if _ignored(path.parts):  # its folders are kept, as on disk: `bob/.ipynb_checkpoints/x`
+            kept = list(itertools.takewhile(lambda p: not ignored_name(p), path.parts))
+            if kept:  # leaves learner bob, who handed in nothing
+                tree.setdefault(PurePosixPath(*kept), Entry(is_dir=True))
             continue
         if info.is_dir():
             tree.setdefault(path, Entry(is_dir=True))
@@ -479,8 +648,9 @@ def _members(zf: zipfile.ZipFile, exercise: Exercise, max_total: int, budget: in
         if stat.S_ISLNK(info.external_attr >> 16):
             tree[path] = _symlink(path.name)
             continue
+        modified = member_time(info)
         if not _wanted(path.name, exercise):
-            tree[path] = Entry()
+            tree[path] = Entry(modified=modified)
             continue
         if info.flag_bits & 0x1:
             tree[path] = Entry(problem=msg("{name} is encrypted in the archive", name=path.name))
@@ -515,7 +685,8 @@ def _members(zf: zipfile.ZipFile, exercise: Exercise, max_total: int, budget: in
                     ratio=MAX_RATIO,
                 )
             )
-        tree[path] = Entry(data=data) if len(data) <= limit else _too_large(path.name, limit)
+        fits = len(data) <= limit
+        tree[path] = Entry(data=data, modified=modified) if fits else _too_large(path.name, limit)
     return tree
 
 
@@ -548,11 +719,29 @@ class Matched(NamedTuple):
     warnings: tuple[str, ...] = ()  # Messages
 
 
+class Listing(NamedTuple):
+    """What else matching saw of one learner's files: for `grader batch --dry-run` and its
+    wrong-exercise warning (they are never stored)."""
+
+    found: dict[str, str]  # each exercise file of Matched.files -> its path in the submission
+    names: frozenset[str]  # every file name handed in, lower case (Canvas re-uploads undone)
+
+
 def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> Matched:
     """The exercise files found in one learner's tree, with the helper modules beside them: the
     one rule `grader grade`, `grader batch`, `grader submit` and the server find learner files by.
     Missing files are simply absent: grading then says which are missing. A file named like an
     exercise file but for its case (`Data.py`) is that file; the exact name wins a tie."""
+    return _match(exercise, tree, canvas)[0]
+
+
+def _plain_name(path: PurePosixPath, canvas: bool) -> str:
+    name = path.name.lower()
+    m = REUPLOAD.match(name) if canvas else None
+    return m["stem"] + (m["suffix"] or "") if m else name
+
+
+def _match(exercise: Exercise, tree: Tree, canvas: bool) -> tuple[Matched, Listing]:
     wanted = {f.lower(): f for f in exercise.files}
 
     def logical(path: PurePosixPath) -> str:
@@ -564,9 +753,10 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> Matc
         return wanted.get(name.lower(), name)
 
     fatal = [e.problem for e in tree.values() if e.fatal]
-    if fatal:
-        return Matched({}, fatal[0])
     tree = {p: e for p, e in tree.items() if not e.is_dir}
+    listing = Listing({}, frozenset(_plain_name(p, canvas) for p in tree if p.name != LEARNER_PROBLEM))
+    if fatal:
+        return Matched({}, fatal[0]), listing
     nested = [p for p, e in tree.items() if p.suffix.lower() == ".zip" and e.data is not None]
     direct = {logical(p) for p in tree} & set(exercise.files)
     if not direct and len(nested) == 1:  # the learner uploaded a zip of their work
@@ -575,9 +765,10 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> Matc
                 tree[nested[0]].data, exercise, max_total=MAX_NESTED_BYTES, label=f"{nested[0].name}"
             )
         except SourceError as exc:
-            return Matched({}, message_of(exc))
+            return Matched({}, message_of(exc)), listing
         inner = {p: e for p, e in inner.items() if p.suffix.lower() != ".zip"}  # one level only
-        return match_files(exercise, inner, canvas=canvas)
+        matched, (found, names) = _match(exercise, inner, canvas)
+        return matched, Listing({name: f"{nested[0]}/{path}" for name, path in found.items()}, names)
 
     files: dict[str, bytes] = {}
     where: dict[str, PurePosixPath] = {}
@@ -587,15 +778,18 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> Matc
             suffix = Path(name).suffix
             hits = [p for p in tree if p.suffix == suffix]
             if len(hits) > 1:
-                return Matched(
-                    {},
-                    msg(
-                        "{count} {suffix} files ({files}) and none named {name}: which one is the submission?",  # noqa: E501
-                        count=len(hits),
-                        suffix=suffix,
-                        files=", ".join(sorted(map(str, hits))[:4]),
-                        name=name,
+                return (
+                    Matched(
+                        {},
+                        msg(
+                            "{count} {suffix} files ({files}) and none named {name}: which one is the submission?",  # noqa: E501
+                            count=len(hits),
+                            suffix=suffix,
+                            files=", ".join(sorted(map(str, hits))[:4]),
+                            name=name,
+                        ),
                     ),
+                    listing,
                 )
         if not hits:
             continue
@@ -617,14 +811,16 @@ def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> Matc
                         name=name,
                         files=", ".join(map(str, shallow[:4])),
                     ),
-                )
+                ), listing
         entry = tree[shallow[0]]
         if entry.problem:
-            return Matched({}, entry.problem)
+            return Matched({}, entry.problem), listing
         files[name] = entry.data or b""
         where[name] = shallow[0]
     helpers, warnings = _helpers(exercise, tree, where)
-    return Matched({**files, **helpers}, None, tuple(warnings))
+    return Matched({**files, **helpers}, None, tuple(warnings)), listing._replace(
+        found={n: str(p) for n, p in where.items()}
+    )
 
 
 # Module names a helper may not take: it would hide the standard library's module, torch's or
@@ -699,6 +895,45 @@ def read_learner(path: Path, exercise: Exercise) -> Matched:
         entry = next(e for e in it if e.name == path.name)
     name = canonical_name(path.name)
     return match_files(exercise, {PurePosixPath(name): _read_file(entry, name, exercise)})
+
+
+def wrong_exercise(found: Found, exercise: Exercise, others=()) -> Message | None:
+    """A warning when this class looks like another exercise's: more than WRONG_EXERCISE_SHARE of
+    the learners who handed in files (no problem found in reading them), and at least
+    WRONG_EXERCISE_LEARNERS, hold none of `exercise`'s files by name (case aside). It names the
+    exercise, how many, the files it expected and, when some of those learners hold files of one
+    of `others` (grader.exercises.all_exercises) by name, the one most of them match. A hint:
+    the batch still grades. None when the class looks right."""
+    handed_in = [i for i in found.incoming if i.problem is None and i.names]
+    lacking = [i for i in handed_in if not {f.lower() for f in exercise.files} & i.names]
+    if len(lacking) < WRONG_EXERCISE_LEARNERS or len(lacking) <= WRONG_EXERCISE_SHARE * len(handed_in):
+        return None
+    scores = []
+    for other in others:
+        if other.id == exercise.id:
+            continue
+        theirs = {f.lower() for f in other.files}
+        holders = sum(bool(theirs & i.names) for i in lacking)
+        if holders:
+            scores.append((holders, other.id, other.files))
+    warning = msg(
+        "{exercise} may be the wrong exercise: {count} of {total} learners handed in none of its "
+        "files ({files})",
+        exercise=exercise.id,
+        count=len(lacking),
+        total=len(handed_in),
+        files=", ".join(exercise.files),
+    )
+    if not scores:
+        return warning
+    holders, other_id, other_files = max(scores, key=lambda s: (s[0], len(s[2]), s[1]))
+    return msg(
+        "{warning}; {holders} of them hold files of {other} ({files})",
+        warning=warning,
+        holders=holders,
+        other=other_id,
+        files=", ".join(other_files),
+    )
 
 
 def _reupload_number(name: str) -> int:
@@ -777,9 +1012,22 @@ def _is_zip(path: Path) -> bool:
 
 
 def _incoming(exercise, tree, learner, *, layout, origin, canvas=False, **kw) -> Incoming:
-    files, problem, warnings = match_files(exercise, tree, canvas=canvas)
+    """One learner's Incoming from their tree. A learner whose folder holds no file at all (an
+    empty Moodle submission folder, an empty learner folder) submitted nothing: that is their
+    problem (graded 0, invalid-submission, saying so: submission.no_files_submitted)."""
+    (files, problem, warnings), (found, names) = _match(exercise, tree, canvas)
+    if problem is None and all(e.is_dir for e in tree.values()):
+        problem = no_files_submitted(exercise.files)
     return Incoming(
-        learner=learner, files=files, problem=problem, layout=layout, origin=origin, warnings=warnings, **kw
+        learner=learner,
+        files=files,
+        problem=problem,
+        layout=layout,
+        origin=origin,
+        warnings=warnings,
+        found=found,
+        names=names,
+        **kw,
     )
 
 
@@ -908,12 +1156,28 @@ def moodle(tree: Tree, exercise: Exercise) -> Found:
         "moodle",
         [
             _incoming(
-                exercise, t, pid, layout="moodle", name=names[pid], origin=", ".join(origins[pid])[:2000]
+                exercise,
+                t,
+                pid,
+                layout="moodle",
+                name=names[pid],
+                origin=", ".join(origins[pid])[:2000],
+                submitted_at=newest_file_time(t),
             )
             for pid, t in sorted(groups.items())
         ],
         notes,
     )
+
+
+def newest_file_time(tree: Tree) -> datetime | None:
+    """When a Moodle learner submitted, approximately: the newest time of the files in their
+    submission folder (Moodle gives each file in its download the time it was uploaded; on disk,
+    the files' mtime, which an unzip keeps). On disk only the files walked count: a folder is
+    walked no deeper than its exercise files (_read_learner_folder). None when no file has a
+    time. The zone caveat of member_time applies to a zip's times."""
+    times = [e.modified for e in tree.values() if not e.is_dir and e.modified is not None]
+    return max(times, default=None)
 
 
 @functools.cache
@@ -1053,4 +1317,4 @@ def _parse_time(value) -> datetime | None:
             return None
     else:
         return None
-    return when if 1970 <= when.year <= 2200 else None
+    return _in_range(when)

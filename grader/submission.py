@@ -64,6 +64,10 @@ class Incoming:
     problem: str | None = None  # why it cannot be graded (symlink, too large, ...)
     submitted_at: datetime | None = None
     warnings: tuple = ()  # Messages: helper modules left out (never stored: batch prints them)
+    # how SOURCE held the files (grader.sources.Listing; never stored: `batch --dry-run` prints
+    # them, the wrong-exercise warning reads them): exercise file -> its path, every name handed in
+    found: dict[str, str] = field(default_factory=dict)
+    names: frozenset[str] = frozenset()
 
     @property
     def digest(self) -> str:
@@ -98,6 +102,23 @@ def read_submission(exercise: Exercise, path: Path) -> SubmittedFiles:
             )
         )
     return check_files(exercise, files, warnings)
+
+
+def no_files_submitted(files) -> Message:
+    """The problem of a learner who handed in nothing at all (an empty Moodle submission folder),
+    naming the exercise's `files`: graded 0 as invalid-submission with this message, which
+    is_no_submission recognises."""
+    return msg("no files were submitted (this exercise needs {files})", files=", ".join(files))
+
+
+NO_FILES_SUBMITTED = no_files_submitted(()).msgid
+
+
+def is_no_submission(grade) -> bool:
+    """Is this Grade that of a learner who submitted no file (no_files_submitted)? The class
+    report and the exports count such grades as "no submission", apart from invalid ones."""
+    error = grade.error
+    return error is not None and error.kind == "invalid-submission" and error.message_id == NO_FILES_SUBMITTED
 
 
 def check_files(exercise: Exercise, files: Mapping[str, bytes], warnings=()) -> SubmittedFiles:

@@ -13,7 +13,8 @@
 - the root causes, most frequent first: how many submissions failed each check as the first
   broken thing that other failing checks build on (CheckResult.caused_by), and how many
   failures built on it there were in all;
-- how many submissions could not be graded normally, by error kind.
+- how many submissions could not be graded normally, by error kind ("no-submission" apart:
+  reports.labels.error_kind).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from grader.rules import all_rules
 from reports import svg
 from reports.gradebook import render_csv
 from reports.html import HTML_LANG, environment, translator
-from reports.labels import error_label, rule_label
+from reports.labels import error_kind, error_label, rule_label
 from reports.view import (
     check_title,
     diagnosis_message,
@@ -170,7 +171,7 @@ def summarize(grades: list[Grade], lang: str = "en") -> ClassSummary:
         checks=sorted(checks.values(), key=lambda s: (s.exercise, s.day, s.rule, s.id)),
         rules=sorted(rules.values(), key=lambda r: (order.get(r.rule, len(order)), r.rule)),
         diagnoses=sorted(diagnoses.values(), key=lambda d: (-d.count, d.day, d.rule, d.mutant or "")),
-        errors=dict(Counter(g.error.kind for g in grades if g.error)),
+        errors=dict(Counter(error_kind(g) or "" for g in grades if g.error)),
         exercises=sorted({g.exercise for g in grades}),
         root_causes=sorted(roots.values(), key=lambda r: (-r.count, -r.dependents, r.exercise, r.id)),
     )
@@ -205,7 +206,7 @@ def render_class_html(grades: list[Grade], lang: str = "en") -> str:
             "max_score": fmt_points(g.max_score),
             "percent": f"{percent(g):.0f}",
             "passed": g.passed,
-            "error": error_label(g.error.kind, lang) if g.error else "",
+            "error": error_label(error_kind(g) or "", lang) if g.error else "",
             "diagnosed": ", ".join(dict.fromkeys(d.mutant for d in g.diagnosis if d.mutant)),
         }
         for g in grades

@@ -4,7 +4,8 @@ Three tables, each written only here:
 
 - `render_csv(grades)`: one row per Grade, the same columns for every exercise (`grader grade
   --format csv`, and grades.csv of a batch's class report). Columns (COLUMNS): student, exercise,
-  score, max_score, percent, passed, error_kind, checks_passed, checks_total, one `score:<rule>`
+  score, max_score, percent, passed, error_kind (SPEC's kinds, and `no-submission` for a learner
+  who submitted no file: reports.labels.error_kind), checks_passed, checks_total, one `score:<rule>`
   column per rule of SPEC (points earned on that rule's checks; empty when the exercise has
   none), then the diagnosed mutants, the symptoms and the root causes (failed checks others
   fail because of, CheckResult.caused_by; each `;`-joined).
@@ -30,6 +31,7 @@ import csv
 import io
 
 from grader.models import RULES, Grade
+from reports.labels import error_kind
 from reports.view import root_causes_of, shown
 
 MAX_CELL = 1024
@@ -100,7 +102,7 @@ def row(grade: Grade) -> dict[str, str]:
         "max_score": grade.max_score,
         "percent": percent,
         "passed": grade.passed,
-        "error_kind": grade.error.kind if grade.error else None,
+        "error_kind": error_kind(grade),
         "checks_passed": sum(c.passed for c in grade.checks),
         "checks_total": len(grade.checks),
         "diagnosed": ";".join(dict.fromkeys(d.mutant for d in grade.diagnosis if d.mutant)),
@@ -173,7 +175,7 @@ def export_row(c) -> dict:
         "max_score": g.max_score,
         "passed": g.passed,
         "status": c.status,
-        "error_kind": g.error.kind if g.error else "",
+        "error_kind": error_kind(g) or "",
         "failed_checks": " ".join(ch.id for ch in g.checks if not ch.passed),
         "diagnosis": " ".join(sorted({d.mutant or d.rule for d in g.diagnosis})),
         "late": c.late,

@@ -31,6 +31,9 @@ ERRORS = {
     "crash": N_("the submission crashed"),
     "sandbox": N_("stopped by the sandbox"),
     "invalid-submission": N_("invalid submission"),
+    # not an error kind of SPEC: an invalid-submission grade of a learner who handed in no file at
+    # all (grader.submission.is_no_submission), counted apart in the class report and exports
+    "no-submission": N_("no submission"),
 }
 
 EVIDENCE = {
@@ -83,6 +86,16 @@ def symptom_label(symptom: str, lang: str) -> str:
 
 def error_label(kind: str, lang: str) -> str:
     return translate(ERRORS.get(kind, kind), lang)
+
+
+def error_kind(grade) -> str | None:
+    """The kind a report or export counts a grade's error under: its GradeError.kind, but
+    "no-submission" for a learner who submitted no file (grader.submission.is_no_submission)."""
+    from grader.submission import is_no_submission
+
+    if grade.error is None:
+        return None
+    return "no-submission" if is_no_submission(grade) else grade.error.kind
 
 
 def evidence_label(key: str, lang: str) -> str:

@@ -38,7 +38,8 @@ def test_folder_layout_subfolders_single_files_nested_folders_and_learner_zips(t
     assert {k: v.files for k, v in got.items()} == {
         "alice": {"data.py": b"A"}, "bob": {"data.py": b"B"}, "carol": {"data.py": b"C"},
         "dave": {"data.py": b"D"}, "empty": {}, "erin": {"data.py": b"E"}}
-    assert all(v.problem is None for v in got.values())
+    assert all(v.problem is None for k, v in got.items() if k != "empty")
+    assert got["empty"].problem.startswith("no files were submitted")   # still a learner: graded 0
     assert [(n.entry, n.learner_like) for n in found.notes] == [("notes.txt", False)]
 
 
@@ -375,3 +376,278 @@ def test_two_spellings_of_one_name_fail_that_learner_instead_of_dropping_one(tmp
     (tmp_path / "class.zip").write_bytes(buf.getvalue())
     got = by_learner(read_source(tmp_path / "class.zip", DATA))
     assert "appears twice" in got["bob"].problem and got["carol"].files == {"data.py": b"C"}
+
+
+# -- issue 16: batch input as it really comes ------------------------------------------------------
+
+
+def test_dot_folders_macosx_and_checkpoints_are_never_learners_nor_their_files(tmp_path):
+    files = {
+        "alice/data.py": "A",
+        "alice/.ipynb_checkpoints/data-checkpoint.py": "old",
+        "bob/.ipynb_checkpoints/data-checkpoint.py": "only a checkpoint",   # bob handed in nothing
+        "carol/.backup/data.py": "a dot-folder copy",
+        "carol/work/data.py": "C",
+        ".git/objects/data.py": "x", ".venv/lib/data.py": "x", ".idea/data.py": "x",
+        "__MACOSX/alice/._data.py": "junk", ".ipynb_checkpoints/data-checkpoint.py": "x",
+    }
+    src = write(tmp_path / "class", files)
+    archive = tmp_path / "class.zip"
+    archive.write_bytes(zip_bytes({f"class/{k}": v for k, v in files.items()}))
+    for source in (src, archive):
+        found = read_source(source, DATA)
+        got = by_learner(found)
+        assert sorted(got) == ["alice", "bob", "carol"], source
+        assert got["alice"].files == {"data.py": b"A"} and got["carol"].files == {"data.py": b"C"}
+        assert got["carol"].found == {"data.py": "work/data.py"}
+        assert got["bob"].files == {} and got["bob"].problem.startswith("no files were submitted")
+        assert found.notes == []                      # silently not learners: no "skipped" noise
+
+
+def test_ignored_names_live_in_one_rule():
+    from grader.sources import IGNORED, ignored_name
+
+    assert all(map(ignored_name, [*IGNORED, ".git", ".venv", ".DS_Store", "._data.py", ".x"]))
+    assert not any(map(ignored_name, ["data.py", "alice", "__init__.py", "x.git"]))
+
+
+class RawName(zipfile.ZipInfo):
+    """A member whose name is written as these bytes, with the UTF-8 flag unset (as Windows
+    Explorer, macOS Archive Utility and Info-ZIP's zip write them); zipfile would set the flag."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: bytes, extra: bytes = b"", date_time=(2026, 11, 8, 12, 0, 0)):
+        super().__init__(raw.decode("cp437"), date_time)
+        self.raw, self.extra = raw, extra
+
+    def _encodeFilenameFlags(self):
+        return self.raw, self.flag_bits & ~0x800
+
+
+def raw_zip(members: list[tuple[RawName, bytes]]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for info, data in members:
+            zf.writestr(info, data)
+    return buf.getvalue()
+
+
+def unicode_path(raw: bytes, name: str) -> bytes:
+    import struct
+    import zlib
+
+    utf8 = name.encode()
+    return struct.pack("<2HBL", 0x7075, 5 + len(utf8), 1, zlib.crc32(raw)) + utf8
+
+
+def names_in(data: bytes) -> list[str]:
+    from grader.sources import read_zip
+
+    return sorted(str(p) for p in read_zip(data, DATA))
+
+
+def test_zip_names_without_the_utf8_flag_decode_as_the_archiver_meant(tmp_path):
+    with zipfile.ZipFile(io.BytesIO(raw_zip([(RawName("王小明_data.py".encode("cp950")), b"x")]))) as zf:
+        assert zf.infolist()[0].filename != "王小明_data.py"      # what zipfile alone makes of it
+    roster = ["王小明", "陳美玲", "林志豪"]
+    cases = {
+        "utf-8": "utf-8",                          # macOS Archive Utility, Linux zip: no flag
+        "big5": "cp950",                           # Traditional Chinese Windows Explorer
+    }
+    for label, encoding in cases.items():
+        members = [(RawName(f"第四十九天作業/{who}/{file}".encode(encoding)), b"x = 1\n")
+                   for who, file in zip(roster, ["王小明_data.py", "data.py", "data.py"], strict=True)]
+        data = raw_zip(members)
+        assert names_in(data) == sorted(f"第四十九天作業/{who}/{file}" for who, file in
+                                        zip(roster, ["王小明_data.py", "data.py", "data.py"], strict=True))
+        (tmp_path / f"{label}.zip").write_bytes(data)
+        got = by_learner(read_source(tmp_path / f"{label}.zip", DATA))
+        assert sorted(got) == sorted(roster), label        # canonical ids meet the roster's
+        assert got["王小明"].found == {"data.py": "王小明_data.py"}
+    one = raw_zip([(RawName("王小明_data.py".encode("cp950")), b"x")])
+    assert names_in(one) == ["王小明_data.py"]                 # a single Big5 name alone
+    german = raw_zip([(RawName(n.encode("cp437")), b"x") for n in ("Müller/data.py", "Jürgen Groß/data.py",
+                                                                    "Ärzte/data.py")])
+    assert names_in(german) == ["Jürgen Groß/data.py", "Müller/data.py", "Ärzte/data.py"]
+
+
+def test_the_unicode_path_extra_field_is_honoured_when_its_crc_matches():
+    raw = "陳美玲/data.py".encode("cp950")
+    good = raw_zip([(RawName(raw, unicode_path(raw, "陳美玲/data.py")), b"x")])
+    assert names_in(good) == ["陳美玲/data.py"]
+    renamed = "Chen/data.py".encode()                   # renamed after the field was written: stale
+    stale = raw_zip([(RawName(renamed, unicode_path(raw, "陳美玲/data.py")), b"x")])
+    assert names_in(stale) == ["Chen/data.py"]
+    latin = "Müller/data.py".encode("cp437")            # the field outranks a guess at the bytes
+    assert names_in(raw_zip([(RawName(latin, unicode_path(latin, "Müller/data.py")), b"x")])) == [
+        "Müller/data.py"]
+
+
+def test_a_learners_own_zip_with_big5_names_is_decoded_too(tmp_path):
+    inner = raw_zip([(RawName("第四十九天/王小明_資料.py".encode("cp950")), b"x = 1\n")])
+    src = write(tmp_path / "class", {"alice/data.py": "A"})
+    (src / "bob").mkdir()
+    (src / "bob" / "work.zip").write_bytes(inner)
+    got = by_learner(read_source(src, DATA))
+    assert got["bob"].files == {"data.py": b"x = 1\n"}
+    assert got["bob"].found == {"data.py": "work.zip/第四十九天/王小明_資料.py"}
+
+
+def test_zip_safety_checks_still_bite_on_decoded_names(tmp_path):
+    archive = tmp_path / "evil.zip"
+    archive.write_bytes(raw_zip([(RawName(b"alice/data.py"), b"A"),
+                                 (RawName("../作業/data.py".encode("cp950")), b"x")]))
+    with pytest.raises(SourceError, match="outside"):
+        read_source(archive, DATA)
+
+
+def test_moodle_file_times_set_submitted_at_to_the_newest_file(tmp_path):
+    from datetime import UTC, datetime
+
+    import struct
+
+    prefix = "Jane Doe_12345_assignsubmission_file_/"
+    later = RawName(f"{prefix}notes.txt".encode(), date_time=(2026, 11, 9, 1, 30, 0))
+    earlier = RawName(f"{prefix}data.py".encode(), date_time=(2026, 11, 8, 23, 50, 0))
+    stamp = datetime(2026, 11, 10, 4, 0, tzinfo=UTC)    # Info-ZIP's UT field: Unix time, UTC
+    ut = RawName("Bob Ray_555_assignsubmission_file_/data.py".encode(), date_time=(2026, 11, 8, 12, 0, 0),
+                 extra=struct.pack("<2HBl", 0x5455, 5, 1, int(stamp.timestamp())))
+    archive = tmp_path / "moodle.zip"
+    archive.write_bytes(raw_zip([(earlier, b"J"), (later, b"n"), (ut, b"B")]))
+    got = by_learner(read_source(archive, DATA))
+    assert got["12345"].submitted_at == datetime(2026, 11, 9, 1, 30, tzinfo=UTC)   # zone-less: UTC
+    assert got["555"].submitted_at == stamp
+    src = write(tmp_path / "moodle", {"Jane Doe_12345_assignsubmission_file_/data.py": "J",
+                                      "Jane Doe_12345_assignsubmission_file_/util.py": "u",
+                                      "Bob Ray_555_assignsubmission_file_/data.py": "B"})
+    newest = datetime(2026, 11, 9, 8, 15, 30, tzinfo=UTC).timestamp()
+    os.utime(src / "Jane Doe_12345_assignsubmission_file_/data.py", (newest - 3600, newest - 3600))
+    os.utime(src / "Jane Doe_12345_assignsubmission_file_/util.py", (newest, newest))
+    got = by_learner(read_source(src, DATA))
+    assert got["12345"].submitted_at == datetime.fromtimestamp(newest, UTC)
+    folder_class = write(tmp_path / "plain", {"alice/data.py": "A", "bob/data.py": "B"})
+    assert all(i.submitted_at is None for i in read_source(folder_class, DATA).incoming)  # Moodle's only
+
+
+def test_an_empty_moodle_folder_is_no_submission(tmp_path):
+    from grader.submission import NO_FILES_SUBMITTED
+
+    src = write(tmp_path / "moodle", {"Jane Doe_12345_assignsubmission_file_/data.py": "J"})
+    (src / "Li Wei_777_assignsubmission_file_").mkdir()
+    (src / "Ann Lee_888_assignsubmission_file_").mkdir()
+    (src / "Ann Lee_888_assignsubmission_file_" / ".DS_Store").write_text("junk")  # still nothing
+    archive = tmp_path / "moodle.zip"
+    archive.write_bytes(zip_bytes({"Jane Doe_12345_assignsubmission_file_/data.py": "J",
+                                   "Li Wei_777_assignsubmission_file_/": "",
+                                   "Ann Lee_888_assignsubmission_file_/__MACOSX/._x": ""}))
+    for source in (src, archive):
+        got = by_learner(read_source(source, DATA))
+        assert sorted(got) == ["12345", "777", "888"]
+        assert got["12345"].problem is None
+        for pid in ("777", "888"):
+            assert got[pid].files == {} and got[pid].problem.msgid == NO_FILES_SUBMITTED
+            assert str(got[pid].problem) == "no files were submitted (this exercise needs data.py)"
+
+
+def test_no_submission_grades_are_counted_apart_in_the_class_report_and_exports():
+    from grader.batch import failed
+    from grader.submission import is_no_submission, no_files_submitted
+    from reports.class_report import summarize
+    from reports.gradebook import row
+
+    empty = failed(DATA, "invalid-submission", no_files_submitted(DATA.files), "777")
+    broken = failed(DATA, "invalid-submission", "data.py is a symbolic link", "mallory")
+    assert is_no_submission(empty) and not is_no_submission(broken)
+    assert summarize([empty, broken, empty]).errors == {"no-submission": 2, "invalid-submission": 1}
+    assert row(empty)["error_kind"] == "no-submission" and row(broken)["error_kind"] == "invalid-submission"
+
+
+def test_a_class_of_another_exercise_is_warned_about():
+    from grader.exercises import all_exercises
+    from grader.sources import Found, wrong_exercise
+    from grader.submission import Incoming
+
+    def learner(key, *names):
+        return Incoming(key, {}, names=frozenset(names))
+
+    wrong = Found("folder", [learner("a", "bughunt.py", "diagnosis.toml"), learner("b", "bughunt.py"),
+                             learner("c", "data.py"), learner("d")])       # d: nothing, not counted
+    warning = wrong_exercise(wrong, DATA, all_exercises())
+    assert str(warning) == ("day49-data may be the wrong exercise: 2 of 3 learners handed in none of "
+                            "its files (data.py); 2 of them hold files of day49-bughunt "
+                            "(bughunt.py, diagnosis.toml)")
+    assert str(wrong_exercise(wrong, DATA)).endswith("(data.py)")        # no other exercise known
+    half = Found("folder", [learner("a", "x.py"), learner("b", "x.py"), learner("c", "data.py"),
+                            learner("d", "Data.py".lower())])
+    assert wrong_exercise(half, DATA, all_exercises()) is None            # half is not most
+    alone = Found("folder", [learner("a", "bughunt.py")])
+    assert wrong_exercise(alone, DATA, all_exercises()) is None           # one learner is no pattern
+
+
+def moodle_class(root: Path) -> Path:
+    """A Moodle download of day49-data where most learners handed in the bug hunt instead, and one
+    submission folder is empty."""
+    src = write(root, {
+        "Jane Doe_12345_assignsubmission_file_/week49/data.py": "x = 1\n",
+        "Bob Ray_555_assignsubmission_file_/bughunt.py": "x = 1\n",
+        "Bob Ray_555_assignsubmission_file_/diagnosis.toml": "[bugs]\n",
+        "Cy Ho_9_assignsubmission_file_/bughunt.py": "x = 1\n",
+        "Cy Ho_9_assignsubmission_onlinetext_/onlinetext.html": "<p>see file</p>",
+    })
+    (src / "Li Wei_777_assignsubmission_file_").mkdir()
+    return src
+
+
+def test_dry_run_shows_the_class_without_grading_or_a_gradebook(tmp_path):
+    from tests.test_batch import ROOT, grader
+
+    src = moodle_class(tmp_path / "moodle")
+    db = tmp_path / "never.db"
+    proc = grader("batch", "day49-data", src, "--dry-run", "--db", db, exercises=ROOT / "exercises")
+    out = proc.stdout
+    assert "(moodle layout); dry run: nothing graded" in out
+    assert "  12345  Jane Doe  submitted " in out and "    data.py  6 bytes  (from week49/data.py)" in out
+    assert "  777  Li Wei\n    problem: no files were submitted (this exercise needs data.py)" in out
+    assert ("WARNING: day49-data may be the wrong exercise: 2 of 3 learners handed in none of its files "
+            "(data.py); 2 of them hold files of day49-bughunt (bughunt.py, diagnosis.toml)") in out
+    assert not db.exists() and not list(tmp_path.glob("never.db*"))         # not opened, not created
+    stray = "Dan Ng_42_assignsubmission_file_"          # a file, not a folder: no layout places it
+    (src / stray).write_text("x")
+    had_default = (ROOT / "gradebook.db").exists()
+    proc = grader("batch", "day49-data", src, "--dry-run", exercises=ROOT / "exercises", check_rc=1)
+    assert f"skipped {stray}: a Moodle file entry without a file name" in proc.stdout
+    assert "--allow-skipped" in proc.stderr
+    assert (ROOT / "gradebook.db").exists() == had_default     # the default --db is not created either
+    grader("batch", "day49-data", src, "--dry-run", "--allow-skipped", exercises=ROOT / "exercises")
+    proc = grader("batch", "day49-data", tmp_path / "nope", "--dry-run", exercises=ROOT / "exercises",
+                  check_rc=2)
+    assert "does not exist" in proc.stderr
+
+
+def test_a_batch_warns_of_the_wrong_exercise_and_records_the_empty_folder_as_no_submission(tmp_path):
+    import json
+
+    from grader.store import Gradebook
+    from grader.submission import is_no_submission
+    from reports.gradebook import render_export_csv
+    from tests.test_batch import copy_exercise, grader
+
+    exercises = copy_exercise(tmp_path / "exercises")
+    src = moodle_class(tmp_path / "moodle")
+    db, out = str(tmp_path / "class.db"), tmp_path / "out"
+    proc = grader("batch", "day49-data", src, "--db", db, "--out", out, "--workers", 1, exercises=exercises)
+    warning = "day49-data may be the wrong exercise: 2 of 3 learners handed in none of its files (data.py)"
+    assert f"WARNING: {warning}" in proc.stdout
+    assert "1 submitted no file (graded 0, no submission): 777" in proc.stdout
+    report = json.loads((out / "batch.json").read_text())
+    assert report["warnings"] == [warning] and report["no_submission"] == ["777"]
+    assert "777" not in [u["learner"] for u in report["unreadable_found"]]
+    with Gradebook(db) as gb:
+        current = {c.learner: c for c in gb.current_grades("day49-data")}
+        export = render_export_csv(list(current.values()))
+    empty = current["777"].grade
+    assert empty.score == 0 and empty.error.kind == "invalid-submission" and is_no_submission(empty)
+    assert not any(is_no_submission(current[k].grade) for k in ("12345", "555", "9"))
+    assert [line.split(",")[0] for line in export.splitlines() if ",no-submission," in line] == ["777"]
+    assert 'data-error="no-submission"' in (out / "class.html").read_text()

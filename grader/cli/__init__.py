@@ -66,6 +66,7 @@ GRADING_IMPORTS = (
     "distributed",
     "tqdm",
     "yaml",
+    "charset_normalizer",
     "babel",
     "fastapi",
     "uvicorn",

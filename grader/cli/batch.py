@@ -77,34 +77,46 @@ def _run(fn, *args, **kwargs):
     is_flag=True,
     help="Exit 0 even when SOURCE held folders, archives or exercise files that are no learner's.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Only show what SOURCE holds: its layout, each learner's files and problems, what is "
+    "skipped, and warnings. Nothing is graded; the gradebook is not opened (nor created).",
+)
 @lang_option
 @course_option
-def batch(exercise, source: Path, db, workers, scheduler, progress, out, force, allow_skipped, lang, course):
+def batch(
+    exercise, source: Path, db, workers, scheduler, progress, out, force, allow_skipped, dry_run, lang, course
+):
     """Grade a class: every learner's submission for EXERCISE in SOURCE, into the gradebook.
 
     SOURCE is a folder or a zip archive: one sub-folder, file or zip per learner, or a Canvas,
     Moodle or Gradescope submissions download (see grader/sources.py). Only what is new or
     changed since the last run is graded; a batch that was stopped is finished by running it again.
-    A SQLite gradebook that does not exist is created.
+    A SQLite gradebook that does not exist is created. With --dry-run, SOURCE is only read and
+    shown (exit 0, or 1 when a learner-like entry was skipped, as a batch would).
     """
+    from grader.batch import dry_run as show_source
     from grader.batch import run_batch
 
     ex = get_exercise(exercise)
-    policy = load_course(course)
-    tally = _run(
-        run_batch,
-        ex.id,
-        source,
-        db,
-        workers=workers,
-        scheduler=scheduler,
-        out=out,
-        force=force,
-        lang=lang,
-        progress=progress,
-        echo=echo,
-        policy=policy,
-    )
+    if dry_run:
+        tally = _run(show_source, ex.id, source, echo=echo)
+    else:
+        tally = _run(
+            run_batch,
+            ex.id,
+            source,
+            db,
+            workers=workers,
+            scheduler=scheduler,
+            out=out,
+            force=force,
+            lang=lang,
+            progress=progress,
+            echo=echo,
+            policy=load_course(course),
+        )
     if tally.skipped_learners and not allow_skipped:
         echo(
             f"exit 1: {tally.skipped_learners} entries of SOURCE that look like a learner's were "
