@@ -27,8 +27,8 @@ The zip (`members`) holds:
 
 GRADER_AUTOGRADER_ROOT (default /autograder) moves the root, so tests run it in a scratch folder
 laid out as Gradescope's; GRADER_PYTHON names the Python setup.sh makes the venv from (else the
-first of python3.13 ... python3 that is 3.11 or newer). The jail is whatever the machine allows (grader/jail: bubblewrap, else
-a plain process with limits), as `grader doctor` reports it.
+first of python3.13 ... python3 that is 3.11 or newer). The jail is whatever the machine allows
+(grader/jail: bubblewrap, else a plain process with limits), as `grader doctor` reports it.
 """
 
 from __future__ import annotations
