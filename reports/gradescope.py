@@ -5,16 +5,24 @@ Schema; tests validate every results.json against it.
 - `score`: the grade's score (Gradescope uses it over the tests' sum when given).
 - `tests`: one per check: name (its title in the report's language), number, score, max_score,
   status passed/failed, output (the message, symptoms and evidence, text format), tags (rule, day),
-  visibility "visible".
-- `output`: a summary (score, error, diagnoses) for the whole submission.
+  visibility: the check's from `visibility` (check id -> Gradescope's `hidden`, `after_due_date`,
+  `after_published`, `visible`; the course policy's, translated by the autograder), else
+  `default_visibility` ("visible" unless told).
+- `visibility` (top level): `default_visibility`, which Gradescope's tests without their own take.
+- `output`: a summary (score, error, diagnoses) for the whole submission. Gradescope has no
+  visibility for it, so while any check is not `visible` it holds nothing of what such a check
+  found (as the server's visible_view): that check's diagnoses move into its own test's output,
+  shown when the check is, and the diagnoses naming no check, the training curves of such checks,
+  the root causes that involve them and what the learner's code printed are left out.
 - `stdout_visibility` "hidden": what the autograder script prints is for instructors only.
-- `extra_data`: the exercise and the diagnosis as data.
+- `extra_data`: the exercise, the diagnosis and the jail's isolation as data (for instructors).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 from grader.models import Grade
@@ -23,6 +31,7 @@ from reports.junit import printed_text
 from reports.terminal import curve_facts
 from reports.view import (
     Budget,
+    DiagnosisView,
     build_view,
     builds_on,
     fmt_points,
@@ -37,8 +46,20 @@ from reports.view import (
 SCHEMA = Path(__file__).with_name("schemas") / "gradescope-results.schema.json"
 
 
-def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dict:
+def results(
+    grade: Grade,
+    lang: str = "en",
+    budget: Budget | None = None,
+    visibility: Mapping[str, str] | None = None,
+    default_visibility: str = "visible",
+) -> dict:
     v = build_view(grade, lang, budget)
+    # by the id shown (a view's ids are capped): what the diagnoses and root causes name
+    shown_as = {
+        cv.id: (visibility or {}).get(c.id, default_visibility)
+        for c, cv in zip(grade.checks, v.checks, strict=True)
+    }
+    withheld = {cid for cid, vis in shown_as.items() if vis != "visible"}
     tests = []
     for number, (c, cv) in enumerate(zip(grade.checks, v.checks, strict=True), 1):
         # a check failing because of a root cause says so first; a root lists what builds on it
@@ -49,6 +70,9 @@ def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dic
         lines += [labelled(k, val, lang) for k, val in cv.evidence]
         if cv.dependents:
             lines += [they_build_on(cv, lang)] + [f"- {d}" for d in cv.dependents]
+        own = [d for d in v.diagnoses if d.check_id == cv.id] if cv.id in withheld else []
+        if own:  # not in the summary: told here, when Gradescope shows this check
+            lines += [t("Diagnosis", lang)] + [f"- {_diagnosis_line(d, lang)}" for d in own]
         tests.append(
             {
                 "name": f"{cv.title} ({cv.id})",
@@ -59,7 +83,7 @@ def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dic
                 "output": "\n".join(lines),
                 "output_format": "text",
                 "tags": [cv.rule, f"day-{c.day}"],
-                "visibility": "visible",
+                "visibility": shown_as[cv.id],
                 "extra_data": {
                     "id": cv.id,
                     "rule": cv.rule,
@@ -86,24 +110,23 @@ def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dic
                 lang,
             )
         )
-    if v.root_causes:
+    roots = [r for r in v.root_causes if not {r.check.id, *(d.id for d in r.dependents)} & withheld]
+    if roots:
         summary.append(t("Fix these first", lang))
-        summary += ["- " + root_summary(r, lang) for r in v.root_causes]
-    if v.diagnoses:
+        summary += ["- " + root_summary(r, lang) for r in roots]
+    # a diagnosis naming no check could be of a withheld one: it goes too (as on the server)
+    diagnoses = [d for d in v.diagnoses if not withheld or (d.check_id and d.check_id not in withheld)]
+    if diagnoses:
         summary.append(t("Diagnosis", lang))
-        summary += [
-            "- "
-            + labelled(
-                rule_day(d.rule_label, d.day, lang) + (f" [{d.mutant}]" if d.mutant else ""), d.message, lang
-            )
-            for d in v.diagnoses
-        ]
+        summary += ["- " + _diagnosis_line(d, lang) for d in diagnoses]
     for curve in v.curves:
+        if (visibility or {}).get(curve.check_id, default_visibility) != "visible":
+            continue
         summary.append(
             labelled(f"{t('Training probe', lang)} · {curve.check_title}", curve_facts(curve, lang), lang)
         )
     summary += [labelled(t("warning", lang), w, lang) for w in v.warnings]
-    if v.output:
+    if v.output and not withheld:
         summary += ["", t("What your code printed", lang), printed_text(v.output, lang)]
     data = {
         "score": grade.score,
@@ -112,7 +135,7 @@ def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dic
         "output_format": "text",
         "test_output_format": "text",
         "test_name_format": "text",
-        "visibility": "visible",
+        "visibility": default_visibility,
         "stdout_visibility": "hidden",
         "extra_data": strict(
             {
@@ -128,11 +151,18 @@ def results(grade: Grade, lang: str = "en", budget: Budget | None = None) -> dic
                 "error": v.error_kind,
                 "grader_version": v.grader_version,
                 "language": v.lang,
+                "isolation": grade.isolation,
             }
         ),
         "tests": tests,
     }
     return data
+
+
+def _diagnosis_line(d: DiagnosisView, lang: str) -> str:
+    return labelled(
+        rule_day(d.rule_label, d.day, lang) + (f" [{d.mutant}]" if d.mutant else ""), d.message, lang
+    )
 
 
 def render_gradescope(grade: Grade, lang: str = "en", budget: Budget | None = None) -> str:

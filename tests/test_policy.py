@@ -196,9 +196,15 @@ def test_a_bad_visibility_value_lists_the_good_ones(tmp_path):
         load_policy(write(tmp_path, text), IDS)
     assert "exercises.day45-attention.visibility.checks.x: must be one of" in str(e.value)
     assert "'after_due'" in str(e.value) and "'after-due'" in str(e.value)
-    text = "[exercises.day45-attention]\nvisibility = { default = 'hidden' }\n"
+    text = "[exercises.day45-attention]\nvisibility = { default = 'secret' }\n"
     with pytest.raises(PolicyError, match=r"visibility\.default: must be one of"):
         load_policy(write(tmp_path, text), IDS)
+
+
+def test_hidden_is_a_visibility_of_course_toml(tmp_path):
+    text = "[exercises.day45-attention]\nvisibility = { default = 'hidden', checks = { x = 'visible' } }\n"
+    p = load_policy(write(tmp_path, text), IDS).exercise(EX).visibility
+    assert (p.of("x"), p.of("y")) == ("visible", "hidden")
 
 
 @pytest.mark.parametrize(
@@ -819,6 +825,36 @@ def test_with_no_due_an_after_due_check_waits_for_the_release():
     assert view(g, policy(visibility=AFTER_DUE), now=CLOSES, d=none, released_at=CLOSES) == g
 
 
+@pytest.mark.parametrize(
+    "visibility, before_due, at_due, released",
+    [
+        ("visible", True, True, True),
+        ("after_due", False, True, True),
+        ("after_release", False, False, True),
+        ("hidden", False, False, False),
+    ],
+)
+def test_shown_by_visibility(visibility, before_due, at_due, released):
+    from grader.service.policy import shown
+
+    assert shown(visibility, now=DUE - SECOND, deadlines=D, released_at=None) is before_due
+    assert shown(visibility, now=DUE, deadlines=D, released_at=None) is at_due
+    assert shown(visibility, now=CLOSES, deadlines=Deadlines(None, None, None), released_at=OPENS) is released
+
+
+def test_a_hidden_check_never_shows_in_full_released_or_not():
+    g = grade_with()
+    p = policy(visibility={"checks": {"mha-has-no-future-leak": "hidden"}})
+    for now, released_at in [(DUE - SECOND, None), (CLOSES, CLOSES), (CLOSES + timedelta(days=30), OPENS)]:
+        v = view(g, p, now=now, released_at=released_at)
+        assert SECRET not in v.model_dump_json()
+        assert (v.checks[1].title, v.checks[1].passed, v.checks[1].points) == ("no future leak", False, 0)
+        assert v.checks[0] == g.checks[0]
+    notice = v.warnings[-1]
+    assert "1 check(s)" in notice.message and "the instructor keeps their details" in notice.message
+    assert "until" not in notice.message  # no moment will show it: the notice promises none
+
+
 def test_the_notice_names_the_release_when_a_check_waits_for_it():
     v = view(grade_with(), policy(visibility={"default": "after_release"}), now=DUE)
     assert "2 check(s)" in v.warnings[-1].message and "releases" in v.warnings[-1].message
@@ -864,7 +900,7 @@ def test_a_penalty_lowers_the_score_and_says_so():
 @settings(max_examples=100, deadline=None)
 @given(
     checks=st.lists(
-        st.tuples(st.sampled_from(["visible", "after_due", "after_release"]), st.booleans()),
+        st.tuples(st.sampled_from(["visible", "after_due", "after_release", "hidden"]), st.booleans()),
         min_size=1,
         max_size=6,
     ),
@@ -906,7 +942,7 @@ def test_visible_view_never_leaks_a_hidden_check(checks, before_due, released):
     hidden = [
         i
         for i, (vis, _) in enumerate(checks)
-        if (vis == "after_due" and before_due) or (vis == "after_release" and not released)
+        if (vis == "after_due" and before_due) or (vis == "after_release" and not released) or vis == "hidden"
     ]
     for i in hidden:
         assert f"{SECRET}-m{i}" not in text and f"{SECRET}-e{i}" not in text and f"{SECRET}-d{i}" not in text

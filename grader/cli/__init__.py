@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "batch": ("grader.cli.batch", "batch"),
     "regrade": ("grader.cli.batch", "regrade"),
     "gradebook": ("grader.cli.gradebook", "gradebook"),
+    "gradescope": ("grader.cli.gradescope", "gradescope"),
     "serve": ("grader.cli.serve", "serve"),
     "tokens": ("grader.cli.tokens", "tokens"),
     "login": ("grader.cli.client", "login"),
@@ -48,7 +49,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 # The commands that grade, or open a gradebook: only the `[grading]` install has what they import.
 GRADING_COMMANDS = frozenset(
-    {"grade", "batch", "regrade", "mutants", "exercise", "doctor", "gradebook", "serve", "tokens"}
+    {
+        "grade",
+        "batch",
+        "regrade",
+        "mutants",
+        "exercise",
+        "doctor",
+        "gradebook",
+        "gradescope",
+        "serve",
+        "tokens",
+    }
 )
 
 # The import names of the `[grading]` extra's distributions (pyproject.toml; tests/test_client.py

@@ -27,7 +27,16 @@ from grader.errors import UsageError, shown_path
 from grader.locale import Message, msg
 from grader.models import CheckResult, Grade, Note, Printed
 
-Visibility = Literal["visible", "after_due", "after_release"]
+Visibility = Literal["visible", "after_due", "after_release", "hidden"]
+# The same moments in Gradescope's results.json (its "Controlling Test Case Visibility"): the one
+# place a visibility is translated, for the autograder (grader/autograder.py)
+GradescopeVisibility = Literal["visible", "after_due_date", "after_published", "hidden"]
+GRADESCOPE_VISIBILITY: dict[Visibility, GradescopeVisibility] = {
+    "visible": "visible",
+    "after_due": "after_due_date",
+    "after_release": "after_published",
+    "hidden": "hidden",
+}
 Counts = Literal["last-on-time", "best", "chosen"]
 Extensions = Mapping[tuple[str, str], tuple[datetime, "datetime | None"]]
 
@@ -115,7 +124,9 @@ class RatePolicy(_Strict):
 
 class VisibilityPolicy(_Strict):
     """When a learner sees a check's diagnosis: `default` for every check, `checks` by check id
-    (free strings here; the server checks them against the exercise's hidden tests)."""
+    (free strings here; the server checks them against the exercise's hidden tests). `visible`
+    always; `after_due` from the learner's due; `after_release` once the instructor releases the
+    exercise; `hidden` never (its title and result only; on Gradescope not even those)."""
 
     default: Visibility = "visible"
     checks: dict[str, Visibility] = {}
@@ -546,10 +557,12 @@ def shown(
 ) -> bool:
     """Whether a check of this visibility is shown in full now. `after_due` applies at the
     learner's own due; with no due date it waits for the release (a hidden check never shows by
-    default)."""
+    default); `hidden` is never shown in full, release or not (the instructor keeps its details)."""
     released = released_at is not None and released_at <= now
     if visibility == "visible":
         return True
+    if visibility == "hidden":
+        return False
     if visibility == "after_due":
         return now >= deadlines.due if deadlines.due is not None else released
     return released
@@ -572,6 +585,11 @@ def _hidden_notice(
 ) -> Message:
     """Why some checks show only their title and result, and until when."""
     count = sum(1 for c in grade.checks if c.id in hidden)
+    if all(visibility.of(c) == "hidden" for c in hidden):
+        return msg(
+            "{count} check(s) show only their title and result: the instructor keeps their details",
+            count=count,
+        )
     if deadlines.due is not None and all(visibility.of(c) == "after_due" for c in hidden):
         return msg(
             "{count} check(s) show only their title and result until the due time, {due}; their "
