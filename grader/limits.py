@@ -42,7 +42,7 @@ For every exercise:
                                             work gets call_seconds (timing costs no more)
     REPLAY_EVENTS                 200       requests of one check recorded, to name its bug
     REPLAY_VALUE_ELEMENTS         1 Mi      tensor elements of a reply kept for that
-    FINGERPRINT_SECONDS           10        replaying a submission's failed checks on mutants
+    FINGERPRINT_SECONDS           20        replaying a submission's failed checks on mutants
     FINGERPRINT_NAMES             3         mutants named for one failed check, at most
     STACK_SAMPLE_SECONDS          0.2       a call over budget: the wait for its stack sample
     STACK_SAMPLE_BYTES            16 KiB    ... the bytes of it read (learner text)
@@ -167,7 +167,7 @@ CALL_TIMING_SECONDS = 0.5  # a reference call timed no longer than this (the bug
 # -- naming a failed check's bug (grader.replay, grader.fingerprints) -------------------------
 REPLAY_EVENTS = 200  # requests of one check recorded for replay; the rest are not compared
 REPLAY_VALUE_ELEMENTS = 1 << 20  # a reply with more tensor elements is not kept for comparing
-FINGERPRINT_SECONDS = 10.0  # replaying one submission's failed checks on the mutants, in all
+FINGERPRINT_SECONDS = 20.0  # replaying one submission's failed checks on the mutants, in all
 FINGERPRINT_NAMES = 3  # mutants named for one failed check, at most
 STACK_SAMPLE_SECONDS = 0.2  # a call over budget: how long the jail's stack sample is waited for
 STACK_SAMPLE_BYTES = 16 * KiB  # ... and read of it (the text is the learner's)
