@@ -802,7 +802,6 @@ def write_outputs(
 
     out.mkdir(parents=True, exist_ok=True)
     current = gradebook.current_grades(exercise.id, policy=policy)
-    grades = [c.grade for c in current]
     folder = out / "grades"
     folder.mkdir(exist_ok=True)
     names = output_names(c.learner for c in current)
@@ -810,16 +809,25 @@ def write_outputs(
         (folder / f"{names[c.learner]}.json").write_text(render(c.grade, "json"), encoding="utf-8")
     lines = [f"wrote {len(current)} learner grades to {folder}/"]
     try:
-        from reports.class_report import render_class_csv, render_class_html
+        from reports.class_report import class_entries, render_class_csv, render_class_html, render_items_csv
     except ImportError as exc:
         lines.append(
             f"WARNING: no class report or CSV written: reports.class_report is not available ({exc}); "
             "`grader gradebook export --format csv` exports the grades"
         )
     else:
-        (out / "class.html").write_text(render_class_html(grades, lang=lang), encoding="utf-8")
-        (out / "grades.csv").write_text(render_class_csv(grades), encoding="utf-8")
-        lines.append(f"wrote {out / 'class.html'} and {out / 'grades.csv'}")
+        from grader.exercises import starter_files
+
+        # learner rows link to learners/<name>.html (published beside class.html); copies read the files
+        counted = gradebook.submissions(exercise.id, [c.submission_id for c in current])
+        entries = class_entries(current, counted, names)
+        starter = starter_files(exercise)
+        (out / "class.html").write_text(
+            render_class_html(entries, exercise=exercise.id, starter=starter, lang=lang), encoding="utf-8"
+        )
+        (out / "grades.csv").write_text(render_class_csv(entries), encoding="utf-8")
+        (out / "items.csv").write_text(render_items_csv(entries, lang), encoding="utf-8")
+        lines.append(f"wrote {out / 'class.html'}, {out / 'grades.csv'} and {out / 'items.csv'}")
     if tally is not None:
         (out / "batch.json").write_text(
             json.dumps({"exercise": exercise.id, **tally.as_dict()}, indent=2), encoding="utf-8"

@@ -51,3 +51,14 @@ def read_toml_model(path: Path, model, error=ExerciseFileError):
 
 def all_exercises() -> list[Exercise]:
     return [load_exercise(p.parent.name) for p in sorted(EXERCISES_DIR.glob("*/exercise.toml"))]
+
+
+def starter_files(exercise: Exercise) -> dict[str, bytes]:
+    """The starter as `grader starter` writes it (a quiz: its default variant's sheet), file name
+    -> bytes: what every learner began with, so what a comparison of their work leaves out."""
+    if exercise.kind == "quiz":
+        from grader.quiz import starter_text
+
+        return {name: starter_text(exercise, None).encode("utf-8") for name in exercise.files}
+    folder = exercise_dir(exercise.id) / "starter"
+    return {name: (folder / name).read_bytes() for name in exercise.files if (folder / name).is_file()}

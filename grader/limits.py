@@ -76,6 +76,15 @@ For every exercise:
     DATA_DEPTH                    8         nesting of a grade's data (params, evidence)
     GRADER_ATTEMPTS               3         gradings the grader itself may fail on one
                                             submission and version before it is a `crash`
+    COPY_NOISE_CHARS              25        copies: a match of normalised code this long
+                                            counts (copydetect's noise threshold) ...
+    COPY_GUARANTEE_CHARS          30        ... and any match this long is found
+    NEAR_COPY_SIMILARITY          0.8       a near-copy pair: this share of one learner's own
+                                            code (starter excluded) is in the other's ...
+    NEAR_COPY_MIN_CHARS           100       ... and at least this much normalised code
+    COPY_PAIRS_SHOWN              200       near-copy pairs listed in a class report
+    COPY_VIEWS                    20        of those, side-by-side views
+    COPY_VIEW_CHARS               20,000    of each file in a side-by-side view
     UPLOAD_BYTES                  8 MiB     one upload to the grading server (its zip)
     UPLOAD_FILES                  200       members of one upload
     REQUEST_BYTES                 64 KiB    any other request body (JSON)
@@ -210,6 +219,22 @@ DATA_DEPTH = 8  # nesting of a grade's data
 
 # -- the batch (grader.batch) ------------------------------------------------------------------
 GRADER_ATTEMPTS = 3  # gradings of one submission and version the grader may fail, then `crash`
+
+# -- copies in the class report (grader.copies): a hint for a person, never a verdict ---------
+# Winnowing as copydetect (and MOSS) does it, over the code with names and strings replaced by one
+# letter each (so renamed variables still match), the starter's fingerprints removed: a match
+# must be COPY_NOISE_CHARS of that code long to count, and any match of COPY_GUARANTEE_CHARS is
+# found (the winnowing window is the difference plus one).
+COPY_NOISE_CHARS = 25  # copydetect's default noise threshold
+# copydetect's default too: window 1, every k-gram kept. A wider window keeps fewer, but which
+# ones depends on Python's hash(), randomised per process: the same class would get another
+# report on every run (30 gave 247 to 254 pairs of 60 learners in three runs).
+COPY_GUARANTEE_CHARS = 25
+NEAR_COPY_SIMILARITY = 0.8  # a pair listed: this share of one learner's own code is in the other's
+NEAR_COPY_MIN_CHARS = 100  # ... and at least this much of it (a few common lines are no copy)
+COPY_PAIRS_SHOWN = 200  # near-copy pairs listed in a class report, most similar first
+COPY_VIEWS = 20  # of those, side-by-side views shown
+COPY_VIEW_CHARS = 20_000  # of each file in a side-by-side view
 
 # -- the grading server (grader.service, grader.store.queue, grader.client) ------------------
 UPLOAD_BYTES = 8 * MiB  # one upload (a zip of the learner files), the request body included

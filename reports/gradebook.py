@@ -15,6 +15,8 @@ Three tables, each written only here:
 - `render_class_grades_csv(rows)`: `grader course grades --format csv`, one row per learner of the
   server's GET /api/v1/class/{ex}/grades (CLASS_GRADE_COLUMNS). Light: the student install's
   client writes it, so this module imports nothing that grades.
+- `render_items_csv(rows)`: items.csv beside a class report, one row per check with its pass
+  rate and discrimination (ITEM_COLUMNS; the numbers from reports.class_report.summarize).
 
 The LMS grade-import files (reports/lms.py knows their columns and rows) are written by
 `render_rows`.
@@ -239,3 +241,24 @@ def render_rows(header, rows) -> str:
     writer.writerow(header)
     writer.writerows(rows)
     return buf.getvalue()
+
+
+# -- the item statistics beside a class report (reports.class_report) ------------------------------
+
+ITEM_COLUMNS = (
+    "exercise",
+    "check",
+    "title",
+    "rule",
+    "day",
+    "passed",
+    "ran",
+    "pass_rate",
+    "discrimination",
+)
+
+
+def render_items_csv(rows) -> str:
+    """items.csv: one row per check (a dict of ITEM_COLUMNS), hardest first; text cells `cell`s,
+    an undefined discrimination (too few learners ran the check) empty."""
+    return _table(ITEM_COLUMNS, ({k: _cell(r[k]) for k in ITEM_COLUMNS} for r in rows))

@@ -85,9 +85,12 @@ GRADING_IMPORTS = (
     "packaging",
     "einops",
     "jaxtyping",
+    "copydetect",
 )
 # ... and a ModuleNotFoundError for one of these (or what they bring) still means that install
-GRADING_MODULES = frozenset({*GRADING_IMPORTS, "markupsafe", "_pytest", "pluggy", "dask", "starlette"})
+GRADING_MODULES = frozenset(
+    {*GRADING_IMPORTS, "markupsafe", "_pytest", "pluggy", "dask", "starlette", "pygments"}
+)
 
 
 def grading_installed() -> bool:

@@ -1,6 +1,7 @@
 """`grader gradebook`: read the gradebook (export, show, audit), correct it (override, remove,
 restore, choose: each recorded in the audit with its reason and who did it), and publish an
-exercise's feedback and LMS import files (recorded in the audit too).
+exercise's feedback and LMS import files (recorded in the audit too), and an overview of the
+course across exercises.
 
 All require the gradebook to exist (a missing SQLite file is exit 2, and none is created).
 Grades are rendered by the same renderers as `grader grade` (reports.render); CSV is written
@@ -448,3 +449,51 @@ def gradebook_audit(db, learner, exercise, fmt):
             + (f"  {e['exercise']}" if e["exercise"] else "")
             + (f"  ({details})" if details else "")
         )
+
+
+@gradebook.command("overview")
+@db_option
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The overview page to write (e.g. ROOT/index.html).",
+)
+@lang_option
+@course_option
+def gradebook_overview(db, out, lang, course):
+    """A course overview across exercises: one HTML table, a row per exercise in the gradebook.
+
+    \b
+    Each row: learners with a current grade, mean score, pass rate, late count, learners in
+    possible copies (as the class report finds them, starter code excluded), and a link to
+    that exercise's class report at <exercise>/class.html, relative to the page. So publish as
+      grader batch EX1 SOURCE1 --out ROOT/EX1 ...   (ROOT/EX1/class.html, items.csv, ...)
+      grader gradebook overview --out ROOT/index.html
+    Exit 0 when written; 2 for a gradebook that does not exist or an unwritable --out.
+    """
+    from grader.exercises import UnknownExercise, load_exercise, starter_files
+    from reports.class_report import class_entries, exercise_row, render_overview_html
+
+    policy = load_course(course)
+    gb = open_gradebook(db)
+    try:
+        current = gb.current_grades(policy=policy)
+        rows = []
+        for exercise in sorted({c.exercise for c in current}):
+            mine = [c for c in current if c.exercise == exercise]
+            try:
+                starter = starter_files(load_exercise(exercise))
+            except (UnknownExercise, OSError):  # graded once, no longer installed: no boilerplate
+                starter = {}
+            entries = class_entries(mine, gb.submissions(exercise, [c.submission_id for c in mine]))
+            rows.append(exercise_row(exercise, entries, starter, lang))
+    finally:
+        gb.close()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        usage_error(f"--out: cannot make {out.parent}: {exc.strerror or exc}")
+    write_out(out, render_overview_html(rows, lang))
+    echo(f"wrote {out}: {len(rows)} exercises", err=True)
+    sys.exit(EXIT_PASS)
