@@ -151,7 +151,7 @@ def results(
                 "error": v.error_kind,
                 "grader_version": v.grader_version,
                 "language": v.lang,
-                "isolation": grade.isolation,
+                "isolation": Budget(0).name(grade.isolation),  # an id, as the jail reported it
             }
         ),
         "tests": tests,

@@ -338,7 +338,7 @@ def test_the_migration_upgrades_a_0002_gradebook_in_place(db):
     engine.dispose()
     with Gradebook(db) as gb:
         with gb.engine.connect() as conn:
-            assert migrate.current(conn) == migrate.head() == "0003"
+            assert migrate.current(conn) == migrate.head()
         assert gb.learner("old")["name"] == "Old"
         version = gb.exercise_version(EXERCISE, "v1", 10.0)
         up = Queue(gb).submit("old", EXERCISE, version, files(1))
