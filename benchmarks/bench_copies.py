@@ -7,7 +7,8 @@ files with renamed variables: "independent work", where each file is code of the
 (random functions of about the solution's length), and "one solution for all", the slow case,
 where each file is one of day49-data's solution, its correct alternatives and its mutants (so
 most pairs of learners share most of their code, and every such pair has its overlap counted),
-with a helper function of the learner's own appended so that no two files are the same bytes. The starter is each file's boilerplate. Printed:
+with a helper function of the learner's own appended so that no two files are the same bytes.
+The starter is each file's boilerplate. Printed:
 the time of grader.copies.find_copies (fingerprints and comparisons; copydetect's import apart),
 (and, timed again on their own, the fingerprints: copydetect's Pygments tokenizing), and how
 many identical groups and near-copy pairs it found.
@@ -63,7 +64,8 @@ def own_code(rng: random.Random, lines: int = 45) -> bytes:
         out += ["", f"def f{rng.randint(0, 999)}(a, b):"]
         for _ in range(rng.randint(3, 8)):
             expr = " ".join(
-                f"{rng.choice(['a', 'b', str(rng.randint(0, 999))])} {rng.choice(ops)}" for _ in range(rng.randint(1, 4))
+                f"{rng.choice(['a', 'b', str(rng.randint(0, 999))])} {rng.choice(ops)}"
+                for _ in range(rng.randint(1, 4))
             )
             kind = rng.randrange(4)
             if kind == 0:
@@ -78,8 +80,8 @@ def own_code(rng: random.Random, lines: int = 45) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
-def make_diverse_class(n: int, files: int, seed: int = 0) -> dict[str, dict[str, bytes]]:
-    """Every learner's files their own (own_code), every tenth a renamed copy of another's."""
+def _class_of(n: int, own_files, seed: int) -> dict[str, dict[str, bytes]]:
+    """n learners, each with own_files(rng); every tenth hands in a renamed copy of another's."""
     rng = random.Random(seed)
     subs: dict[str, dict[str, bytes]] = {}
     for i in range(n):
@@ -88,26 +90,25 @@ def make_diverse_class(n: int, files: int, seed: int = 0) -> dict[str, dict[str,
             original = subs[f"s{rng.randrange(i):03d}"]
             subs[who] = {name: renamed_locals(data) for name, data in original.items()}
         else:
-            subs[who] = {f"part{k}.py": own_code(rng) for k in range(files)}
+            subs[who] = own_files(rng)
     return subs
+
+
+def make_diverse_class(n: int, files: int, seed: int = 0) -> dict[str, dict[str, bytes]]:
+    """Every learner's files their own (own_code)."""
+    return _class_of(n, lambda rng: {f"part{k}.py": own_code(rng) for k in range(files)}, seed)
 
 
 def make_class(n: int, files: int, pool: list[bytes], seed: int = 0) -> dict[str, dict[str, bytes]]:
-    rng = random.Random(seed)
+    """Every learner's files drawn from one pool of solutions, each with a helper of their own."""
     names = [f"part{k}.py" for k in range(files)]
-    subs: dict[str, dict[str, bytes]] = {}
-    for i in range(n):
-        who = f"s{i:03d}"
-        if i % 10 == 9:
-            original = subs[f"s{rng.randrange(i):03d}"]
-            subs[who] = {name: renamed_locals(data) for name, data in original.items()}
-        else:
-            subs[who] = {name: rng.choice(pool) + own_helper(rng) for name in names}
-    return subs
+    return _class_of(n, lambda rng: {name: rng.choice(pool) + own_helper(rng) for name in names}, seed)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[30, 300])
     parser.add_argument("--files", type=int, default=5)
     args = parser.parse_args()
