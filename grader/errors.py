@@ -12,7 +12,9 @@
     │   │   ├── SourceError         a class's SOURCE cannot be read (missing, unsafe, too big)
     │   │   ├── BatchError          a batch cannot run: SOURCE, gradebook, scheduler, the jail
     │   │   ├── store.StoreError    the gradebook cannot be opened or used (also a RuntimeError)
-    │   │   │   └── store.migrate.SchemaError   its schema is newer than this grader
+    │   │   │   ├── store.migrate.SchemaError   its schema is newer than this grader
+    │   │   │   └── store.gradebook.GradebookInputError  a correction naming what is not
+    │   │   │                       there, or without a reason; `argument` names the option
     │   │   ├── service.roster.RosterError  a roster CSV that cannot be read (file, row, column)
     │   │   ├── service.policy.PolicyError  course.toml is malformed; names the file and the
     │   │   │                       field path (exercises.day45-attention.due: ...)
@@ -40,10 +42,16 @@
     │   Not under GraderError:
     ├── AssertionError
     │   └── testkit.CheckFailure    a hidden check failed: pytest reports it as the check's result
+    │       └── testkit.Unusable    ... on an unusable file or a missing name: never shrunk
+    ├── store.queue.QueueFull       the grading queue is at its depth: the server answers 429
+    ├── budgets.TimingStopped       a BaseException raised into a reference call timed too long
     ├── jail.wire.WireError         a frame that breaks the format        } the jail's own side: it
     ├── jail.sandbox.SandboxError   a step of building the jail failed    } imports only its folder
     └── RuntimeError                                                        (grader/jail/*.py), so
         └── store.pgtemp.PostgresUnavailable   no PostgreSQL to test with  not this module
+
+    Private to one module, never raised past it: explore._Abort and _Failed (hypothesis's
+    control flow), replay._Stopped (a replay out of time), answers._Refused (a ParseError inside).
 
 Exit codes (DESIGN.md): 0 pass, 1 graded but failing, 2 usage or input error; the student client
 adds 3 (refused for now: closed, not open, over the limit) and 4 (a failure on the server's side).
