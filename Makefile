@@ -14,7 +14,7 @@ demo: setup
 
 # The whole suite, then the lint: its findings never hide a test result.
 test: setup
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q --durations=25
 	@$(MAKE) --no-print-directory lint
 
 # ruff (lint and format check) and mypy on grader/ and reports/, as configured in pyproject.toml
