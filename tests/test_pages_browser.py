@@ -6,7 +6,7 @@ would come out unstyled. Skipped where Chromium is not installed (scripts/setup.
 """
 
 import pytest
-from test_pages import course, signed_in  # noqa: F401 - course is the fixture
+from test_pages import EXERCISE, course, signed_in  # noqa: F401 - course is the fixture
 from test_reports_browser import BLUE, CHROMIUM, INK, RED, count, read_png, screenshot
 
 from grader.service.pages import SECURITY_HEADERS
@@ -49,4 +49,20 @@ def test_the_sign_in_page_renders(course, tmp_path):  # noqa: F811
     pixels = shot(page.text, tmp_path, "signin", (1000, 700))
     assert count(pixels, INK, tol=6) > 1000 * 30           # the bar
     assert count(pixels, BLUE) > 400                       # the sign-in button
+    assert count(pixels, GREEN) > 300                      # the hero's border
+
+
+def test_the_instructors_class_report_and_a_learners_grades_render(course, tmp_path):  # noqa: F811
+    client = signed_in(course, "prof")
+    for lang in ("en", "zh-TW"):
+        report = client.get(f"/class/{EXERCISE}?lang={lang}")
+        assert report.status_code == 200
+        pixels = shot(report.text, tmp_path, f"class-{lang}")
+        assert count(pixels, INK, tol=6) > 1100 * 30       # the site bar and the table's text
+        assert count(pixels, BLUE) > 2000                  # the score histogram's bars
+        assert count(pixels, GREEN) > 1000                 # the per-check pass-rate bars, the hero
+    alice = client.get(f"/class/{EXERCISE}/alice")
+    assert alice.status_code == 200
+    pixels = shot(alice.text, tmp_path, "learner-alice", (1000, 800))
+    assert count(pixels, INK, tol=6) > 1000 * 30           # the bar and the submissions table
     assert count(pixels, GREEN) > 300                      # the hero's border
