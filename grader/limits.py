@@ -120,6 +120,9 @@ them here and tests/test_exercise_files.py holds them equal):
     wire.MAX_STRING               64 KiB    an exception message and the like, from the jail
     zygote.MAX_CONTROL            64 KiB    one control message to the zygote
     zygote.DEFAULT_TMP_MB         256       the spare jail's /tmp (= Limits.tmp_mb's default)
+    sandbox.SHM_MB, SHM_INODES    16, 256   the jail's /dev/shm: MiB and files
+    sandbox.SUBMISSION_MB, ...    16, 256   the jail's /submission tmpfs: MiB and files
+    sandbox.TMP_INODES            4096      files in the jail's /tmp (its size: Limits.tmp_mb)
     ============================  ========  =================================================
 
 Example:
@@ -272,4 +275,9 @@ JAIL_SIDE = {
     "wire.MAX_STRING": 64 * KiB,  # exception messages and the like are cut to this
     "zygote.MAX_CONTROL": 64 * KiB,  # one control message to the zygote
     "zygote.DEFAULT_TMP_MB": Limits.model_fields["tmp_mb"].default,  # the spare's /tmp
+    "sandbox.SHM_MB": 16,  # the jail's /dev/shm
+    "sandbox.SHM_INODES": 256,
+    "sandbox.SUBMISSION_MB": 16,  # the tmpfs the learner's files are copied into
+    "sandbox.SUBMISSION_INODES": 256,
+    "sandbox.TMP_INODES": 4096,  # files in the jail's /tmp
 }

@@ -19,6 +19,12 @@ libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 
+# The jail's own filesystems (mirrored in grader.limits.JAIL_SIDE): /dev/shm and /submission are
+# small and fixed; /tmp takes Limits.tmp_mb, with room for this many files.
+SHM_MB, SHM_INODES = 16, 256
+SUBMISSION_MB, SUBMISSION_INODES = 16, 256
+TMP_INODES = 4096
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
@@ -141,7 +147,11 @@ def private_mounts(tmp_bytes: int):
     has_shm = os.path.isdir("/dev/shm")
     if has_shm:
         mount(
-            "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,nr_inodes=256,mode=1777"
+            "tmpfs",
+            "/dev/shm",
+            "tmpfs",
+            MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            f"size={SHM_MB}m,nr_inodes={SHM_INODES},mode=1777",
         )
     kept = _mounts_below("/tmp") if has_shm else []
     parked = []
@@ -150,7 +160,13 @@ def private_mounts(tmp_bytes: int):
         os.mkdir(spot, 0o700)
         mount(point, spot, None, MS_BIND | MS_REC)
         parked.append(spot)
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size={kib}k,nr_inodes=4096,mode=1777")
+    mount(
+        "tmpfs",
+        "/tmp",
+        "tmpfs",
+        MS_NOSUID | MS_NODEV | MS_NOEXEC,
+        f"size={kib}k,nr_inodes={TMP_INODES},mode=1777",
+    )
     for point, spot in zip(kept, parked, strict=True):
         os.makedirs(point, 0o755, exist_ok=True)
         mount(spot, point, None, MS_BIND | MS_REC)
@@ -158,7 +174,11 @@ def private_mounts(tmp_bytes: int):
         _check(libc.umount2(spot.encode(), MNT_DETACH), f"umount {spot}")
         os.rmdir(spot)
     mount(
-        "tmpfs", "/submission", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,nr_inodes=256,mode=755"
+        "tmpfs",
+        "/submission",
+        "tmpfs",
+        MS_NOSUID | MS_NODEV | MS_NOEXEC,
+        f"size={SUBMISSION_MB}m,nr_inodes={SUBMISSION_INODES},mode=755",
     )
 
 
@@ -169,7 +189,7 @@ def resize_tmp(tmp_bytes: int):
         "/tmp",
         None,
         MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-        f"size={kib}k,nr_inodes=4096,mode=1777",
+        f"size={kib}k,nr_inodes={TMP_INODES},mode=1777",
     )
 
 
