@@ -24,7 +24,7 @@ lint: setup
 	.venv/bin/mypy
 
 # Generated mutants of every code exercise's solution, 60 each (docs/automutants.md): about
-# 7 minutes on 2 cores from a cold cache; exit 1 if an exercise's adjusted score is under its floor.
+# 2 minutes on 2 idle cores from a cold cache; exit 1 if an exercise's adjusted score is under its floor.
 mutation: setup
 	@status=0; for ex in day45-attention day48-decoder day49-data day49-bughunt; do \
 		.venv/bin/grader mutants auto $$ex --budget 60 || status=1; done; exit $$status
