@@ -114,35 +114,11 @@ def error_result(status: str = "error") -> dict:
 
 @pytest.fixture
 def setup():
-    # prefetch 0: these tests count the pool's own slots; the prefetch is tested on its own below
-    def make(n=3, slots=2, exercise=QUIZ, prefetch=0):
+    def make(n=3, slots=2, exercise=QUIZ):
         queue, executor = FakeQueue(n, exercise), FakeExecutor(slots)
         exercises = {QUIZ: load_exercise(QUIZ)}
-        dispatcher = Dispatcher(queue, exercises, executor, heartbeat_seconds=0.0, prefetch=prefetch)
-        return queue, executor, dispatcher
+        return queue, executor, Dispatcher(queue, exercises, executor, heartbeat_seconds=0.0)
     return make
-
-
-def test_one_job_waits_behind_each_busy_slot_so_a_worker_never_waits_for_the_dispatcher(setup):
-    queue, executor, d = setup(n=6, slots=2, prefetch=1)
-    d.step()
-    assert sorted(executor.submitted) == [1, 2, 3, 4], "two running, one leased ahead for each slot"
-    assert [j.job_id for j in queue.queued] == [5, 6]
-    assert [d.running[j].waits for j in (1, 2, 3, 4)] == [False, False, True, True]
-    executor.submitted[1].set_result(graded_result())
-    d.step()
-    assert queue.completed == [(1, "graded")] and sorted(executor.submitted) == [1, 2, 3, 4, 5]
-
-
-def test_a_prefetched_job_is_stuck_only_after_the_grading_ahead_of_it_could_have_been(setup):
-    queue, executor, d = setup(n=4, slots=2, prefetch=1)
-    d.step()
-    d.stuck = lambda exercise: 100.0
-    for r in d.running.values():
-        r.started -= 150  # past one bound: the running two are stuck, the waiting two are not yet
-    d.watch()
-    assert sorted(j for j, _ in queue.failed) == [1, 2]
-    assert not d.running[3].lost and not d.running[4].lost
 
 
 def test_leases_only_as_many_jobs_as_free_slots_and_completes_grades(setup):

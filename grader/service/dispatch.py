@@ -2,13 +2,9 @@
 
 One thread of the `grader serve` process runs `Dispatcher.step` in a loop: collect the gradings
 that finished, renew the leases still running and expire() the leases that ran out (another
-server died) every LEASE_SECONDS / 4, then lease queued jobs up to the worker slots plus PREFETCH
-per slot and hand them to the executor. The prefetched job waits in the executor's own queue, so a
-worker that finishes starts the next grading at once instead of idling while this thread, which
-shares the web process's CPU and GIL, records the grade and leases again (a deadline surge drained
-at 62-71 % of a batch's throughput without it). It wakes at once when this process stores an
-upload (`wake`) and polls every POLL_SECONDS for the uploads of other `grader serve` processes on
-the same gradebook.
+server died) every LEASE_SECONDS / 4, then lease as many queued jobs as there are free worker slots
+and hand them to the executor. It wakes at once when this process stores an upload (`wake`) and
+polls every POLL_SECONDS for the uploads of other `grader serve` processes on the same gradebook.
 
 The grading itself happens in worker processes, never here: a warm pool of spawned processes
 (`WarmPool`, grader.batch.local_pool: the batch's own workers, kept for the server's life) or a
@@ -23,8 +19,7 @@ What comes back decides the job (grader.store.queue.Queue):
   fail(), an infrastructure failure: queued again, a dead letter after JOB_ATTEMPTS, never the
   learner's grade (a batch records a given-up crash grade; a server must not charge the learner).
   `refused` is logged loudly and pauses leasing for a lease's length, so that a broken jail does
-  not burn every queued job's attempts in a few seconds (only those already leased, at most
-  slots x (1 + PREFETCH), are refused with it).
+  not burn every queued job's attempts in a few seconds.
 - A worker killed (BrokenProcessPool) fails the leases that pool held, and only those; a fresh
   pool is made for the next jobs. A grading stuck far past its exercise's limits (stuck_after: a
   grader bug) is failed and its pool replaced, so no job waits behind a hung worker forever.
@@ -48,9 +43,6 @@ from grader.models import Exercise
 log = logging.getLogger("grader.service")
 
 POLL_SECONDS = 0.5  # how often the queue is looked at for other processes' uploads
-# Jobs leased ahead per worker slot. One is enough to hide the dispatcher's turnaround; more would
-# hold leases another server's idle workers could take, and let a refusing jail fail more jobs.
-PREFETCH = 1
 
 
 def stuck_after(exercise: Exercise) -> float:
@@ -158,7 +150,6 @@ class Running:
     future: Any
     generation: int
     started: float
-    waits: bool = False  # submitted while every slot was busy: it queues behind one grading first
     lost: bool = False  # the heartbeat found the lease gone: the result will be dropped
 
 
@@ -175,7 +166,6 @@ class Dispatcher:
         heartbeat_seconds: float = LEASE_SECONDS / 4,
         pause_seconds: float = LEASE_SECONDS,
         stuck: Callable[[Exercise], float] = stuck_after,
-        prefetch: int = PREFETCH,
     ):
         self.queue = queue
         self.exercises = exercises
@@ -184,7 +174,6 @@ class Dispatcher:
         self.heartbeat_seconds = heartbeat_seconds
         self.pause_seconds = pause_seconds
         self.stuck = stuck
-        self.prefetch = max(0, prefetch)
         self.running: dict[int, Running] = {}  # job id ->
         self.paused_until = 0.0  # monotonic: no leasing before this (a refusing jail)
         self._next_heartbeat = 0.0
@@ -231,7 +220,7 @@ class Dispatcher:
         if now >= self._next_expire:  # a lease runs LEASE_SECONDS: looking 4 times as often is enough
             self.queue.expire()
             self._next_expire = now + self.heartbeat_seconds
-        free = self.executor.slots * (1 + self.prefetch) - len(self.running)
+        free = self.executor.slots - len(self.running)
         if free > 0 and now >= self.paused_until:
             for lease in self.queue.lease(free):
                 self.submit(lease)
@@ -256,10 +245,7 @@ class Dispatcher:
             self.executor.renew()
             future = self.executor.submit(task)
         future.add_done_callback(lambda _f: self._wake.set())
-        waits = len(self.running) >= self.executor.slots
-        self.running[lease.job_id] = Running(
-            lease, future, self.executor.generation, time.monotonic(), waits=waits
-        )
+        self.running[lease.job_id] = Running(lease, future, self.executor.generation, time.monotonic())
         if len(self.running) == 1:  # the first of a busy spell: renew a quarter lease from now
             self._next_heartbeat = time.monotonic() + self.heartbeat_seconds
 
@@ -276,17 +262,15 @@ class Dispatcher:
                 )
         self._next_heartbeat = time.monotonic() + self.heartbeat_seconds
 
-    def bound(self, r: Running) -> float:
-        """Seconds after its submit that `r` is stuck: a prefetched job first waits for one grading
-        ahead of it, itself bounded so (stuck_after is generous; this is for grader bugs)."""
-        own = self.stuck(self.exercises[r.lease.exercise])
-        return 2 * own if r.waits else own
-
     def watch(self) -> None:
         """Fail the gradings that are stuck (see stuck_after) and stop their workers with a fresh
         pool: the other gradings of the old pool fail with it and are retried (JOB_ATTEMPTS)."""
         now = time.monotonic()
-        stuck = [r for r in self.running.values() if not r.lost and now - r.started > self.bound(r)]
+        stuck = [
+            r
+            for r in self.running.values()
+            if not r.lost and now - r.started > self.stuck(self.exercises[r.lease.exercise])
+        ]
         for r in stuck:
             r.lost = True  # should a result come after all, it is dropped
             r.future.cancel()  # Dask: done now; a local pool's running future ends with its pool
