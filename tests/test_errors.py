@@ -16,17 +16,19 @@ TREE = grader.errors.__doc__ or ""
 def exception_classes() -> dict[str, list[str]]:
     """Class name -> its bases' names, for every class of grader/ and reports/ whose base names an
     exception (by the usual suffixes, or one of the classes found so far)."""
-    found: dict[str, list[str]] = {}
     shaped = re.compile(r"(Error|Exception|Refused|Failure|Unsound|Full|Stopped|Unusable|Abort|Failed)$")
     files = sorted((ROOT / "grader").rglob("*.py")) + sorted((ROOT / "reports").rglob("*.py"))
+    classes = [
+        (node.name, [ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases])
+        for path in files
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+    ]
+    found: dict[str, list[str]] = {}
     for _ in range(3):  # a class's base may be defined in a later file
-        for path in files:
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if not isinstance(node, ast.ClassDef):
-                    continue
-                bases = [ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases]
-                if any(shaped.search(b) or b in found or b == "BaseException" for b in bases):
-                    found[node.name] = bases
+        for name, bases in classes:
+            if any(shaped.search(b) or b in found or b == "BaseException" for b in bases):
+                found[name] = bases
     return found
 
 
@@ -36,23 +38,18 @@ def test_every_exception_class_is_in_the_drawn_tree():
 
 
 def test_the_tree_draws_each_class_under_its_real_base():
-    lines = TREE.splitlines()
+    drawn = [  # (column, class name) of each line that draws a class, in order
+        (found.start(), found.group(1))
+        for found in map(re.compile(r"[├└]── (?:[a-z_.]+\.)?([A-Za-z_]+)").search, TREE.splitlines())
+        if found is not None
+    ]
     classes = exception_classes()
-    for number, line in enumerate(lines):
-        drawn = re.search(r"[├└]── (?:[a-z_.]+\.)?([A-Za-z_]+)", line)
-        if drawn is None or drawn.group(1) not in classes:
+    for i, (column, name) in enumerate(drawn):
+        if name not in classes:
             continue
-        column = drawn.start()
-        parent = next(
-            (
-                re.search(r"[├└]── (?:[a-z_.]+\.)?([A-Za-z_]+)", above).group(1)
-                for above in reversed(lines[:number])
-                if re.search(r"[├└]── ", above) and re.search(r"[├└]── ", above).start() < column
-            ),
-            "Exception",
-        )
-        bases = classes[drawn.group(1)]
-        assert parent in bases or parent == "Exception", f"{drawn.group(1)} is drawn under {parent}: {bases}"
+        parent = next((above for col, above in reversed(drawn[:i]) if col < column), "Exception")
+        bases = classes[name]
+        assert parent in bases or parent == "Exception", f"{name} is drawn under {parent}: {bases}"
 
 
 def test_the_scan_sees_classes_of_every_kind():

@@ -249,10 +249,11 @@ def test_the_jail_side_constants_mirror_the_table():
     import grader.jail.sandbox as sandbox
     import grader.jail.wire as wire
     source = (ROOT / "grader" / "jail" / "zygote.py").read_text(encoding="utf-8")   # zygote runs as a script
+    imported = {"wire": wire, "sandbox": sandbox}
     for name, value in JAIL_SIDE.items():
         module, attr = name.split(".")
-        if module in ("wire", "sandbox"):
-            assert getattr({"wire": wire, "sandbox": sandbox}[module], attr) == value, name
+        if module in imported:
+            assert getattr(imported[module], attr) == value, name
         else:
             line = next(s for s in source.splitlines() if s.startswith(f"{attr} = "))
             assert eval(line.split("=", 1)[1].split("#")[0]) == value, name
