@@ -121,20 +121,59 @@ def setup():
     return make
 
 
-def test_leases_only_as_many_jobs_as_free_slots_and_completes_grades(setup):
-    queue, executor, d = setup(n=3, slots=2)
+def test_leases_the_free_slots_and_one_ahead_per_slot_and_completes_grades(setup):
+    queue, executor, d = setup(n=5, slots=2)
     d.step()
-    assert sorted(executor.submitted) == [1, 2] and [j.job_id for j in queue.queued] == [3]
+    assert sorted(executor.submitted) == [1, 2], "as many in the executor as it has slots"
+    assert [lease.job_id for lease in d.ready] == [3, 4], "one more per slot, held here"
+    assert [j.job_id for j in queue.queued] == [5]
     assert queue.expired == 1  # expire() comes before lease() in every step
     executor.submitted[1].set_result(graded_result())
+    assert sorted(executor.submitted) == [1, 2, 3], "the freed worker takes the held job at once"
+    assert queue.completed == [], "... before the dispatcher has even recorded the grade"
     d.step()
     assert queue.completed == [(1, "graded")]
-    assert sorted(executor.submitted) == [1, 2, 3], "the freed slot takes the next job"
-    for job in (2, 3):
+    assert [lease.job_id for lease in d.ready] == [4, 5] and queue.queued == []
+    for job in (2, 3, 4, 5):
         executor.submitted[job].set_result(graded_result(passed=False))
     d.step()
-    assert queue.completed == [(1, "graded"), (2, "graded"), (3, "graded")] and queue.failed == []
-    assert d.running == {}
+    assert sorted(queue.completed) == [(j, "graded") for j in (1, 2, 3, 4, 5)] and queue.failed == []
+    assert d.running == {} and not d.ready
+
+
+def test_without_prefetch_only_the_free_slots_are_leased(setup):
+    queue, executor, _ = setup(n=3, slots=2)
+    d = Dispatcher(queue, {QUIZ: load_exercise(QUIZ)}, executor, heartbeat_seconds=0.0, prefetch=0)
+    d.step()
+    assert sorted(executor.submitted) == [1, 2] and not d.ready
+    assert [j.job_id for j in queue.queued] == [3]
+
+
+def test_a_job_held_ahead_is_never_failed_with_a_pool_that_breaks(setup):
+    """A job waiting in the pool's own queue would fail with the pool and spend an attempt it never
+    ran; held in the dispatcher, it goes to the fresh pool with its attempt untouched."""
+    queue, executor, d = setup(n=4, slots=2)
+    d.step()
+    for job in (1, 2):
+        executor.submitted[job].set_exception(BrokenProcessPool("a worker died"))
+    assert sorted(executor.submitted) == [1, 2], "a broken pool's callback hands it nothing"
+    d.step()
+    assert sorted(j for j, _ in queue.failed) == [1, 2]
+    assert sorted(executor.submitted) == [1, 2, 3, 4]
+    assert {d.running[j].generation for j in (3, 4)} == {executor.generation} == {1}
+
+
+def test_jobs_held_ahead_are_heartbeated_and_dropped_when_their_lease_is_lost(setup):
+    queue, executor, d = setup(n=4, slots=2)
+    d.step()
+    queue.lost.add(3)  # another server's expire() took job 3 while it waited here
+    d.step()
+    assert sorted(queue.heartbeats[-1]) == [1, 2, 3, 4], "held leases are renewed like running ones"
+    assert [lease.job_id for lease in d.ready] == [4]
+    for job in (1, 2):
+        executor.submitted[job].set_result(graded_result())
+    d.step()
+    assert 3 not in executor.submitted and 3 not in queue.complete_calls
 
 
 def test_a_grader_error_is_a_failed_attempt_never_a_grade(setup):
