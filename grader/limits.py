@@ -99,6 +99,8 @@ For every exercise:
     CLIENT_TIMEOUT_SECONDS        30        one HTTP request of the student client
     CLIENT_RETRIES                3         tries of a request after a network error
     WAIT_SECONDS                  900       how long `grader submit --wait` waits
+    LONG_POLL_SECONDS             20        the most one GET of a submission waits for its grade
+    LONG_POLL_RECHECK_SECONDS     3         a waiting GET looks at the gradebook itself so often
     CLIENT_RESPONSE_BYTES         64 MiB    one answer the student client reads
     ANSWER_CHARS                  200       a quiz answer string, before and after normalising
     ANSWER_ELEMENTS               10,000    a list answer, all elements together
@@ -256,6 +258,12 @@ SESSION_SECONDS = 12 * 3600  # a browser session's cookie
 CLIENT_TIMEOUT_SECONDS = 30.0  # one HTTP request of the student client
 CLIENT_RETRIES = 3  # tries of one request after a network error (same idempotency key)
 WAIT_SECONDS = 900.0  # `grader submit --wait` gives up waiting after this (the grade goes on)
+# GET /submissions/{id}?wait=S answers once the grade is recorded or S (at most this) has passed;
+# well inside CLIENT_TIMEOUT_SECONDS, so a waiting request is never taken for a lost one
+LONG_POLL_SECONDS = 20.0
+# this server's dispatcher wakes a waiting GET at once; another server's grade (one gradebook, several
+# `grader serve`) is seen by looking this often, as the client's own polls at their slowest did
+LONG_POLL_RECHECK_SECONDS = 3.0
 CLIENT_RESPONSE_BYTES = 64 * MiB  # one answer the client reads: a history with its grades, a report
 
 # -- quiz answers (grader.answers) ------------------------------------------------------------

@@ -61,6 +61,7 @@ class Stub:
         self.posts: list[dict] = []  # every upload request that arrived (key, size)
         self.languages: list[str | None] = []  # the Accept-Language of every request
         self.polls: dict[int, int] = {}
+        self.waits: list[str | None] = []  # the `wait` each poll asked for (the stub answers at once)
         self.drop_posts = 0
         self.refuse: tuple[int, dict, dict] | None = None  # status, error object, headers
         self.polls_before_done = 1
@@ -140,6 +141,7 @@ class Stub:
                 upload = found[0]
                 if len(seg) == 2:
                     self.polls[upload["id"]] = self.polls.get(upload["id"], 0) + 1
+                    self.waits.append(query.get("wait"))
                     if self.polls[upload["id"]] >= self.polls_before_done:
                         upload["status"] = self.final_status
                     return self.send(h, 200, self.submission(upload))

@@ -16,6 +16,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 import tomllib
 import zipfile
 from datetime import UTC, datetime, timedelta
@@ -33,6 +34,7 @@ from grader.client.models import ExerciseInfo, Submission
 from grader.client.packing import pack, unpack_starter
 from grader.client.wait import Spinner, wait_until_finished
 from grader.exercises import load_exercise
+from grader.limits import LONG_POLL_SECONDS
 from grader.sources import read_source
 from grader.submission import Incoming
 
@@ -204,6 +206,7 @@ def test_wait_prints_the_report_and_exits_as_grader_grade(logged_in, tmp_path, p
     assert result.exit_code == code, result.output
     assert result.stdout == f"REPORT 100 format=json lang=zh-TW passed={passed}\n"  # the report alone
     assert logged_in.polls[100] == 3
+    assert logged_in.waits and all(0 < float(w) <= LONG_POLL_SECONDS for w in logged_in.waits), "long polls"
     assert set(logged_in.languages) == {"zh-TW"}  # the server words its errors in the learner's language
     assert "\r" not in result.stderr  # no spinner: stderr is not a terminal
 
@@ -448,32 +451,82 @@ def test_error_answers_map_to_exit_codes():
     assert err(409, body=body).retry_at == datetime(2026, 11, 9, tzinfo=UTC)
 
 
-def test_waiting_polls_until_finished_within_its_time():
-    clock = [0.0]
+class FakeTime:
+    def __init__(self):
+        self.now, self.slept = 0.0, []
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_a_server_that_holds_each_poll_is_asked_again_at_once_until_finished():
+    t = FakeTime()
+    asked = []
+
+    def poll(seconds):  # the server holds the request: graded in the third
+        asked.append(seconds)
+        t.now += seconds if len(asked) < 3 else 1.5
+        return Submission(id=1, status="graded" if len(asked) == 3 else "grading")
+
+    out = wait_until_finished(poll, Submission(id=1, status="queued"), seconds=900,
+                              spinner=Spinner(io.StringIO()), clock=lambda: t.now, sleep=t.sleep)
+    assert out.status == "graded" and asked == [LONG_POLL_SECONDS] * 3
+    assert t.slept == [], "no pause between polls a server held"
+    asked.clear()
+
+    def held_never_graded(seconds):
+        asked.append(seconds)
+        t.now += seconds
+        return Submission(id=1, status="grading")
+
+    out = wait_until_finished(held_never_graded, Submission(id=1, status="queued"), seconds=30,
+                              spinner=Spinner(io.StringIO()), clock=lambda: t.now, sleep=t.sleep)
+    assert out.status == "grading"
+    assert asked == [LONG_POLL_SECONDS, 30 - LONG_POLL_SECONDS], "never asks past the wait's own end"
+
+
+def test_a_server_that_answers_polls_at_once_is_polled_with_growing_pauses_within_its_time():
+    t = FakeTime()
     polls = []
 
-    def poll():
-        polls.append(clock[0])
+    def poll(seconds):
+        polls.append(t.now)
         return Submission(id=1, status="graded" if len(polls) == 4 else "grading")
 
-    def sleep(s):
-        clock[0] += s
-
     first = Submission(id=1, status="queued")
-    out = wait_until_finished(
-        poll, first, seconds=900, spinner=Spinner(io.StringIO()), clock=lambda: clock[0], sleep=sleep
-    )
+    out = wait_until_finished(poll, first, seconds=900, spinner=Spinner(io.StringIO()),
+                              clock=lambda: t.now, sleep=t.sleep)
     assert out.status == "graded" and len(polls) == 4
-    polls.clear()
-    out = wait_until_finished(
-        lambda: Submission(id=1, status="grading"),
-        first,
-        seconds=20,
-        spinner=Spinner(io.StringIO()),
-        clock=lambda: clock[0],
-        sleep=sleep,
-    )
+    gaps = [b - a for a, b in zip(polls, polls[1:], strict=False)]
+    assert gaps == sorted(gaps) and gaps[0] > 0, "paced, not hammered"
+    out = wait_until_finished(lambda s: Submission(id=1, status="grading"), first, seconds=20,
+                              spinner=Spinner(io.StringIO()), clock=lambda: t.now, sleep=t.sleep)
     assert out.status == "grading"
+
+
+def test_a_live_spinner_turns_while_the_poll_runs_in_a_thread_and_its_error_comes_back():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    release = threading.Event()
+
+    def slow_poll(seconds):
+        release.wait(10)
+        return Submission(id=1, status="graded")
+
+    stream = Tty()
+    threading.Timer(0.5, release.set).start()
+    out = wait_until_finished(slow_poll, Submission(id=1, status="queued"), seconds=60, spinner=Spinner(stream))
+    assert out.status == "graded"
+    assert stream.getvalue().count("\r") >= 2, "frames drawn while the poll ran"
+
+    def broken_poll(seconds):
+        raise ServerFailure("the server went away")
+
+    with pytest.raises(ServerFailure, match="went away"):
+        wait_until_finished(broken_poll, Submission(id=1, status="queued"), seconds=60, spinner=Spinner(Tty()))
 
 
 def test_the_spinner_draws_only_on_a_terminal():

@@ -289,3 +289,21 @@ def test_stop_closes_the_executor(setup):
     d.wake()
     d.stop(timeout=10)
     assert executor.closed
+
+
+def test_every_recorded_outcome_wakes_the_requests_waiting_for_its_upload(setup):
+    queue, executor, _ = setup(n=3, slots=3)
+    recorded = []
+    d = Dispatcher(queue, {QUIZ: load_exercise(QUIZ)}, executor, heartbeat_seconds=0.0,
+                   on_record=recorded.append)
+    d.step()
+    executor.submitted[1].set_result(graded_result())
+    executor.submitted[2].set_result(error_result())
+    d.step()
+    assert sorted(recorded) == [101, 102], "a grade and a failed attempt: both are news to a waiting client"
+    queue.lost.add(3)
+    d.step()
+    executor.submitted[3].set_result(graded_result())
+    d.step()
+    assert sorted(recorded) == [101, 102], "a lost lease's dropped result is not news"
+

@@ -193,7 +193,7 @@ def submit(exercise, path: Path, wait, fmt, lang, use_late_day, insecure):
         from grader.client.wait import wait_until_finished
 
         sub = wait_until_finished(
-            lambda: api.submission(sub.id),
+            lambda seconds: api.submission(sub.id, wait=seconds),
             sub,
             label=lambda s, elapsed: show.say(
                 msg("{status} {seconds} s", status=status_text(s.status), seconds=int(elapsed)), lang

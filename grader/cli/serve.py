@@ -105,7 +105,7 @@ def serve(db, host, port, workers, scheduler, course, tls_cert, tls_key, allow_p
     except GraderError as exc:
         service.close()
         usage_error(str(exc))
-    dispatcher = Dispatcher(service.queue, service.exercises, executor)
+    dispatcher = Dispatcher(service.queue, service.exercises, executor, on_record=service.waiters.notify)
     service.notify = dispatcher.wake
     sock = bind(host, port)
     scheme = "https" if tls_cert else "http"

@@ -24,7 +24,7 @@ from grader import __version__
 from grader.client.config import check_token, check_token_url, normalize_server
 from grader.client.errors import ClientError, ServerFailure, from_answer
 from grader.client.models import ExerciseInfo, ExerciseStatus, Me, Submission
-from grader.limits import CLIENT_RESPONSE_BYTES, CLIENT_RETRIES, CLIENT_TIMEOUT_SECONDS
+from grader.limits import CLIENT_RESPONSE_BYTES, CLIENT_RETRIES, CLIENT_TIMEOUT_SECONDS, LONG_POLL_SECONDS
 from grader.locale import msg
 
 API = "/api/v1"
@@ -169,8 +169,11 @@ class Api:
             headers={"Content-Type": "application/zip", "Idempotency-Key": key},
         )
 
-    def submission(self, upload_id: int) -> Submission:
-        return self._model(Submission, "GET", f"/submissions/{int(upload_id)}")
+    def submission(self, upload_id: int, wait: float = 0) -> Submission:
+        """The submission now; with `wait` (at most LONG_POLL_SECONDS), once it is finished or
+        `wait` seconds have passed, whichever is first: the server answers the moment it is graded."""
+        params = {"wait": f"{min(wait, LONG_POLL_SECONDS):g}"} if wait > 0 else {}
+        return self._model(Submission, "GET", f"/submissions/{int(upload_id)}", params=params)
 
     def submissions(self, exercise: str | None = None) -> list[Submission]:
         params = {"exercise": exercise} if exercise else {}

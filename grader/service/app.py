@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request
@@ -32,10 +33,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grader import __version__
 from grader.errors import Refused
-from grader.limits import LEARNER_ID_CHARS, REQUEST_BYTES, SHORT_CHARS, UPLOAD_BYTES
+from grader.limits import (
+    LEARNER_ID_CHARS,
+    LONG_POLL_RECHECK_SECONDS,
+    LONG_POLL_SECONDS,
+    REQUEST_BYTES,
+    SHORT_CHARS,
+    UPLOAD_BYTES,
+)
 from grader.locale import msg, normalize_lang
 from grader.service import pages
 from grader.service.service import INSTRUCTOR, Service, forbidden, not_found, too_large
+from grader.service.waiting import wait_for
 from grader.store.accounts import Account
 
 log = logging.getLogger("grader.service")
@@ -53,6 +62,7 @@ REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; fram
 # an id a path names: positive, and at most what the gradebook's ids hold (SQLite's INTEGER, PostgreSQL's
 # BIGINT); a larger one would overflow the query (a 500), and is refused as invalid instead
 RowId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+FINISHED = ("graded", "failed")  # a submission's statuses that no longer change
 CODES = {401: "unauthorized", 403: "forbidden", 404: "not-found", 413: "too-large", 422: "invalid"}
 
 
@@ -297,11 +307,25 @@ def api_router() -> APIRouter:
         return _service(request).submissions(caller, exercise, learner)
 
     @api.get("/submissions/{upload_id}")
-    def submission(request: Request, upload_id: RowId, caller: Caller):
-        found = _service(request).submission(caller, upload_id)
-        if found is None:
-            raise not_found()
-        return found
+    async def submission(
+        request: Request,
+        upload_id: RowId,
+        caller: Caller,
+        wait: Annotated[float, Query(ge=0, le=LONG_POLL_SECONDS)] = 0,
+    ):
+        """One submission; with `wait`, answered once it is graded or failed, or after `wait` seconds
+        (grader/service/waiting.py): a waiting client hears of its grade the moment it is recorded."""
+        service = _service(request)
+        deadline = time.monotonic() + wait
+        while True:
+            with service.waiters.listen(upload_id) as recorded:
+                found = await run_in_threadpool(service.submission, caller, upload_id)
+                if found is None:
+                    raise not_found()
+                left = deadline - time.monotonic()
+                if found["status"] in FINISHED or left <= 0:
+                    return found
+                await wait_for(recorded, min(left, LONG_POLL_RECHECK_SECONDS))
 
     @api.get("/submissions/{upload_id}/report", response_class=Response)
     def report(

@@ -179,6 +179,7 @@ class Dispatcher:
         pause_seconds: float = LEASE_SECONDS,
         stuck: Callable[[Exercise], float] = stuck_after,
         prefetch: int = PREFETCH,
+        on_record: Callable[[int], None] = lambda upload_id: None,
     ):
         self.queue = queue
         self.exercises = exercises
@@ -188,6 +189,7 @@ class Dispatcher:
         self.pause_seconds = pause_seconds
         self.stuck = stuck
         self.prefetch = max(0, prefetch)
+        self.on_record = on_record  # an upload's outcome is recorded: wake the requests waiting for it
         self.running: dict[int, Running] = {}  # job id ->
         self.ready: deque = deque()  # leases held for the next free slot, not yet in the executor
         # running and ready are changed by this thread and by a finished future's callback (the
@@ -347,6 +349,7 @@ class Dispatcher:
                 took,
                 state,
             )
+            self.on_record(r.lease.upload_id)
         if stuck:
             self.executor.renew()
 
@@ -376,6 +379,7 @@ class Dispatcher:
                 log.exception(
                     "job %s: could not record its outcome; it is retried when its lease expires", job_id
                 )
+            self.on_record(r.lease.upload_id)
         if broken:
             log.warning("dispatcher: a worker process died; its jobs are retried on a fresh pool")
             self.executor.renew()

@@ -34,6 +34,7 @@ from grader.limits import (
 )
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise, Grade
+from grader.service.waiting import Waiters
 
 if TYPE_CHECKING:
     from grader.service.policy import CoursePolicy, Deadlines, Lateness
@@ -76,6 +77,7 @@ class Service:
     versions: dict[str, int]  # exercise -> the id of the version this server grades
     clock: Callable[[], datetime] = utcnow
     notify: Callable[[], None] = lambda: None  # the dispatcher's wake(): an upload was queued
+    waiters: Waiters = field(default_factory=Waiters)  # GETs waiting for a grade (the dispatcher notifies)
     _admitting: dict[str, threading.Lock] = field(default_factory=dict)  # learner -> its lock
     _locks_lock: threading.Lock = field(default_factory=threading.Lock)
 
