@@ -14,7 +14,7 @@ by two gradings of each kind first), in one run it measures and prints side by s
      command imported (none: no torch). Target <= 0.3 s.
   3. A deadline surge: SURGE distinct day45-attention submissions (copies of the solution; or
      day45-quiz sheets with --quiz) uploaded by CLIENTS concurrent clients (threads with httpx,
-     each polling its own uploads every 2 s, as `grader submit --wait` does at most), drained by
+     each waiting for its own uploads with long polls, as `grader submit --wait` does), drained by
      the server; then `grader batch --workers 2` of the same submissions into a fresh gradebook.
      Throughput of each and their ratio (target >= 90 %), and p50/p95 from upload (the server's
      received_at) to grade (the job's finished_at), both read from the gradebook. Batch's
@@ -42,6 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from grader.limits import LONG_POLL_SECONDS  # noqa: E402
 from tests.server_harness import (  # noqa: E402
     CODE,
     EXERCISES,
@@ -56,7 +57,6 @@ from tests.server_harness import (  # noqa: E402
 )
 
 HEAVY = ("torch", "numpy", "sqlalchemy", "fastapi", "uvicorn", "jinja2", "pytest", "distributed")
-POLL_SECONDS = 2.0  # a surge client's poll of its own uploads
 
 
 def wall(argv, env, cwd, timeout=600) -> tuple[float, subprocess.CompletedProcess]:
@@ -148,7 +148,7 @@ def gradebook_times(db: Path, after: int) -> tuple[list[float], float]:
 def surge(
     server: Server, tokens: dict[str, str], db: Path, exercise: str, bodies: list[tuple[str, str]]
 ) -> dict:
-    """Every client uploads its share at once, then polls its own uploads until all are graded."""
+    """Every client uploads its share at once, then waits for its own uploads until all are graded."""
     name = "attention.py" if exercise == CODE else "answers.toml"
     shares: dict[str, list[str]] = {}
     for who, text in bodies:
@@ -166,13 +166,13 @@ def surge(
             deadline = time.monotonic() + 1800
             pending, done = list(ids), []
             while pending:
-                sub = api.get(f"/submissions/{pending[0]}").raise_for_status().json()
+                wait = {"wait": LONG_POLL_SECONDS}  # held by the server until graded
+                sub = api.get(f"/submissions/{pending[0]}", params=wait).raise_for_status().json()
                 if sub["status"] in ("graded", "failed"):
                     done.append(sub)
                     pending.pop(0)
                     continue
                 assert time.monotonic() < deadline, "the surge was not drained in 30 min"
-                time.sleep(POLL_SECONDS)
             return done
 
     t = time.perf_counter()
