@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from grader.limits import SHORT_CHARS, UPLOAD_FILES
 
+FINISHED = ("graded", "failed")  # a submission's statuses that no longer change (the server's too)
+
 
 class Answer(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -104,7 +106,7 @@ class Submission(Answer):
 
     @property
     def finished(self) -> bool:
-        return self.status in ("graded", "failed")
+        return self.status in FINISHED
 
 
 class Deadlines(Answer):

@@ -69,7 +69,7 @@ def wait_until_finished(
 
     def spin_until(end: float) -> None:
         while (now := clock()) < end:
-            spinner.show(label(sub, now - start))
+            spinner.show(shown(sub))
             sleep(min(SPIN_SECONDS, end - now))
 
     try:

@@ -32,6 +32,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grader import __version__
+from grader.client.models import FINISHED
 from grader.errors import Refused
 from grader.limits import (
     LEARNER_ID_CHARS,
@@ -62,7 +63,6 @@ REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; fram
 # an id a path names: positive, and at most what the gradebook's ids hold (SQLite's INTEGER, PostgreSQL's
 # BIGINT); a larger one would overflow the query (a 500), and is refused as invalid instead
 RowId = Annotated[int, Path(ge=1, le=2**63 - 1)]
-FINISHED = ("graded", "failed")  # a submission's statuses that no longer change
 CODES = {401: "unauthorized", 403: "forbidden", 404: "not-found", 413: "too-large", 422: "invalid"}
 
 

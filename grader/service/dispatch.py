@@ -257,20 +257,30 @@ class Dispatcher:
     def _busy(self) -> int:
         return sum(not r.future.done() for r in self.running.values())
 
+    def _start_next(self) -> bool:
+        """Hand the oldest lease held here to the executor, if it has a free slot; whether one went.
+        A lease the executor does not take is held still, and the error raised."""
+        with self._lock:
+            if not self.ready or self._busy() >= self.executor.slots:
+                return False
+            lease = self.ready.popleft()
+            try:
+                self.submit(lease)
+            except BaseException:
+                self.ready.appendleft(lease)
+                raise
+            return True
+
     def _fill(self) -> None:
         """Hand the leases held here to the executor while it has a free slot."""
         with self._lock:
-            while self.ready and self._busy() < self.executor.slots:
-                lease = self.ready.popleft()
-                try:
-                    try:
-                        self.submit(lease)
-                    except (BrokenProcessPool, RuntimeError):  # the pool broke since the last collect
-                        self.executor.renew()
-                        self.submit(lease)
-                except BaseException:
-                    self.ready.appendleft(lease)  # still held: the next step tries again
-                    raise
+            try:
+                while self._start_next():
+                    pass
+            except (BrokenProcessPool, RuntimeError):  # the pool broke since the last collect
+                self.executor.renew()
+                while self._start_next():
+                    pass
 
     def _refill(self, future) -> None:
         """A future's callback (the pool's thread): a grading that came back frees its worker, which
@@ -282,13 +292,10 @@ class Dispatcher:
         result = future.result()
         if isinstance(result, dict) and result.get("status") == "refused":
             return  # the jail is broken: finish() pauses leasing, and the next job waits it out
-        with self._lock:
-            if self.ready and self._busy() < self.executor.slots:
-                lease = self.ready.popleft()
-                try:
-                    self.submit(lease)
-                except Exception:  # noqa: BLE001 - the pool is going away: this thread's next step submits it
-                    self.ready.appendleft(lease)
+        try:
+            self._start_next()
+        except Exception:  # noqa: BLE001 - the pool is going away: this thread's next step submits it
+            pass
 
     def submit(self, lease) -> None:
         task = {
