@@ -6,6 +6,8 @@ the jail there, runs the hidden tests against it, and assembles the Grade from p
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -48,7 +50,7 @@ def grade(
         else:
             ensure_jail_sound()  # cached canary check: refuses (UsageError) if the jail leaks
             result = grade_code(exercise, submitted, name_bugs=name_bugs, max_failures=max_failures)
-    return Grade.model_validate(
+    graded = Grade.model_validate(
         {
             **result.model_dump(),
             "student": student,
@@ -56,6 +58,30 @@ def grade(
             "duration_s": round(time.monotonic() - started, 3),
         }
     )
+    if os.environ.get("GRADER_GRADE_LOG"):
+        log_grade(os.environ["GRADER_GRADE_LOG"], exercise, Path(path), graded, name_bugs, max_failures)
+    return graded
+
+
+def log_grade(log: str, exercise: Exercise, path: Path, graded: Grade, name_bugs, max_failures) -> None:
+    """One line per grade for the test suite's map (tests/README.md): which test graded what,
+    keyed as a repeat would be (exercise, its files' digest, the options), and what it cost."""
+    try:
+        digest = read_submission(exercise, path).digest
+    except InvalidSubmission:
+        digest = "invalid"
+    line = {
+        # the suite's conftest names the test (an in-process grade's own pytest run has cleared
+        # PYTEST_CURRENT_TEST by now)
+        "test": os.environ.get("GRADER_TEST_ID", ""),
+        "pid": os.getpid(),
+        "exercise": exercise.id,
+        "digest": digest,
+        "options": [name_bugs, max_failures],
+        "seconds": graded.duration_s,
+    }
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(json.dumps(line) + "\n")
 
 
 def failed_grade(exercise: Exercise, kind: str, message: str, checks=(), isolation="none") -> Grade:
