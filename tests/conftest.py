@@ -1,14 +1,71 @@
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"
+
+# Hypothesis in the suite (tests/README.md): "ci", the default, draws the same examples on every
+# run (derandomize: seeded from each test's own code) and keeps no example database, so two
+# runs test the same things (tests/test_suite_profile.py); HYPOTHESIS_PROFILE=explore draws
+# fresh examples each run and remembers the failing ones, for a developer hunting bugs. Example
+# counts stay each test's own.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# xdist (`make test` runs `-n 2 --dist loadgroup`): tests that time something or load the machine
+# run on one worker, one after another, so that they never measure each other; a file whose
+# module fixtures cost seconds (a server, a fresh venv, a graded class) stays on one worker, so
+# they are set up once. Every other test goes to whichever worker is free.
+TIMING_FILES = {"test_server_load.py", "test_service.py", "test_server_e2e.py", "test_waiting.py",
+                "test_jail.py", "test_answers.py", "test_i18n.py", "test_budgets.py"}
+WHOLE_FILES = {"test_gradescope_build.py", "test_instructor_week.py", "test_stored_reports.py",
+               "test_batch.py", "test_cli.py", "test_pages.py", "test_store_grades.py",
+               "test_learner_corpus.py", "test_course_cli.py", "test_client_install.py"}
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        if name in TIMING_FILES:
+            item.add_marker(pytest.mark.xdist_group("timing"))
+        elif name in WHOLE_FILES:
+            item.add_marker(pytest.mark.xdist_group(name.removesuffix(".py")))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Under GRADER_GRADE_LOG (the suite's map, scripts/suite_map.py) each grade names its test,
+    in this process and in the CLI, server and pool processes a test starts."""
+    if os.environ.get("GRADER_GRADE_LOG"):
+        os.environ["GRADER_TEST_ID"] = item.nodeid
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """Under GRADER_GRADE_LOG, what each fixture of a wider scope than a test costs to set up."""
+    log = os.environ.get("GRADER_GRADE_LOG")
+    if not log or fixturedef.scope == "function":
+        return (yield)
+    started = time.monotonic()
+    try:
+        return (yield)
+    finally:
+        line = {"fixture": fixturedef.argname, "scope": fixturedef.scope, "where": request.node.nodeid,
+                "seconds": round(time.monotonic() - started, 3)}
+        with open(f"{log}.fixtures", "a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
 
 
 def run_grader(*args, timeout=600):
@@ -21,6 +78,29 @@ def grade_json(exercise, path):
     proc = run_grader("grade", exercise, path, "--format", "json")
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="session")
+def shared_dir(tmp_path_factory, request):
+    """A folder every xdist worker of this run shares (this run's own, under pytest's basetemp:
+    a worker's basetemp is a folder of the controller's)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if hasattr(request.config, "workerinput") else base
+
+
+@pytest.fixture(scope="session")
+def grades(shared_dir):
+    """grades.grade(exercise, path, **options): the corpus graded once per run (tests/grade_store.py)."""
+    from grade_store import GradeStore, set_shared
+
+    store = GradeStore(shared_dir / "grades")
+    set_shared(store)
+    return store
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _shared_grades(grades):
+    """grade_store.shared() works in every test."""
 
 
 @pytest.fixture
@@ -62,8 +142,40 @@ def book(db):
 
 
 @pytest.fixture(scope="session")
-def student_install(tmp_path_factory):
+def student_install(shared_dir):
     """The student install (`pip install .`, no extra, in a fresh venv), built once per run for
-    tests/test_client_install.py and tests/test_server_load.py: its bin folder."""
+    tests/test_client_install.py and tests/test_server_load.py, whichever xdist worker needs it
+    first: its bin folder."""
+    from filelock import FileLock
     from test_client_install import student_venv
-    return student_venv(tmp_path_factory.mktemp("student-install"))
+
+    target = shared_dir / "student-install"
+    with FileLock(f"{target}.lock"):
+        if not (target / "built").exists():
+            shutil.rmtree(target, ignore_errors=True)   # a build that failed half-way
+            student_venv(target)
+            (target / "built").write_text("")
+    return target / "venv" / "bin"
+
+
+@pytest.fixture(scope="session")
+def torch_wheels(shared_dir):
+    """A folder holding the torch wheel this suite's venv runs (torch==2.13.0, the CPU build), for
+    the fresh venvs a test builds: pip takes it from there instead of fetching it again. Where
+    pip's own configuration already points at one (this machine: /opt/wheels), that folder;
+    otherwise one `pip download` per run, shared by the xdist workers."""
+    from filelock import FileLock
+
+    configured = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
+                                text=True).stdout
+    for line in configured.splitlines():
+        if "find-links" in line:
+            for folder in line.split("=", 1)[1].strip("'\" ").split():
+                if list(Path(folder).glob("torch-2.13.0*.whl")):
+                    return Path(folder)
+    target = shared_dir / "wheels"
+    with FileLock(f"{target}.lock"):
+        if not list(target.glob("torch-2.13.0*.whl")):
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(target),
+                            "torch==2.13.0"], check=True, timeout=900)
+    return target
