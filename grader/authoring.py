@@ -174,16 +174,22 @@ def file_problems(exercise_id: str) -> list[str]:
 
 
 def check_exercise(
-    exercise_id: str, *, auto: bool = True, budget: int | None = None, workers: int = 2, progress=None
+    exercise_id: str,
+    *,
+    auto: bool = True,
+    budget: int | None = None,
+    workers: int = 2,
+    progress=None,
+    grade_with=None,
 ) -> Summary:
     """The summary of `grader exercise check`; ExerciseFileError (exit 2) when the folder is
-    unusable."""
+    unusable. grade_with: grades the cases in this process (grader.mutants.verify)."""
     from grader.mutants import cases, verify
 
     if problems := file_problems(exercise_id):
         raise ExerciseFileError("\n".join(problems))
     rows = [Row(kind="files", name="points, rules, translations", ok=True)]
-    for v in verify(cases(exercise_id), workers=workers, progress=progress):
+    for v in verify(cases(exercise_id), workers=workers, progress=progress, grade_with=grade_with):
         rows.append(
             Row(
                 kind=v.case.kind,

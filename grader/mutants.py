@@ -7,6 +7,7 @@ every mutant through the same path as a learner submission.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
@@ -206,14 +207,15 @@ def judge(case: Case, grade: Grade) -> Verdict:
     return Verdict(case=case, grade=grade, ok=not problems, why="; ".join(problems))
 
 
-def grade_case(case: Case) -> Verdict:
+def grade_case(case: Case, grade_with=None) -> Verdict:
     """One case's verdict. A case that cannot be graded at all (exit 2 for `grader grade`) is a
-    failed verdict naming why, never an exception: one bad case must not end the whole run."""
+    failed verdict naming why, never an exception: one bad case must not end the whole run.
+    grade_with(exercise, path) -> Grade: grader.grading.grade unless given (a store of grades)."""
     from grader.errors import UsageError
     from grader.grading import failed_grade, grade
 
     try:
-        return _grade_case(case, grade)
+        return _grade_case(case, grade_with or grade)
     except UsageError as exc:
         unreadable = failed_grade(load_exercise(case.exercise), "invalid-submission", str(exc))
         return Verdict(case=case, grade=unreadable, ok=False, why=f"could not be graded: {exc}")
@@ -235,11 +237,19 @@ def _grade_case(case: Case, grade) -> Verdict:
         return judge(case, grade(case.exercise, path))
 
 
-def verify(selected: list[Case], workers: int = 2, progress=None) -> list[Verdict]:
-    """Grade every case, `workers` at a time in fresh processes (pytest is not thread-safe)."""
+def verify(selected: list[Case], workers: int = 2, progress=None, grade_with=None) -> list[Verdict]:
+    """Grade every case, `workers` at a time in fresh processes (pytest is not thread-safe); with
+    grade_with (see grade_case), one at a time in this process, each graded by it."""
     verdicts = []
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        for verdict in pool.map(grade_case, selected):
+    with contextlib.ExitStack() as stack:
+        if grade_with is not None:
+            graded = (grade_case(case, grade_with) for case in selected)
+        else:
+            pool = stack.enter_context(
+                ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+            )
+            graded = pool.map(grade_case, selected)
+        for verdict in graded:
             verdicts.append(verdict)
             if progress:
                 progress(verdict)

@@ -2,22 +2,25 @@
 marks, every hand-written mutant killed and named by a check of its rule, the starter caught,
 and the auto-mutation score at the exercise's floor on a bounded sample (AUTO_BUDGET generated
 mutants each, cached between runs). This replaces `grader mutants verify` in the suite: it grades
-the same cases, exercise by exercise."""
+the same cases, exercise by exercise.
+
+The check's core runs here, its cases graded through the suite's grade store (each case graded
+once per run, and the same grades asserted on by tests/test_store_grades.py); the command line
+around it (`grader exercise check`, exit code and JSON) is run for real by tests/test_authoring.py."""
 import json
 
 import pytest
 
-from conftest import run_grader
+from grader.authoring import check_exercise
 from test_grading import CODE_EXERCISES
 
 AUTO_BUDGET = 30  # per exercise: with the hand-written cases, all four within 10 minutes on 2 cores
 
 
 @pytest.mark.parametrize("exercise", CODE_EXERCISES)
-def test_exercise_check_is_green(exercise):
-    proc = run_grader("exercise", "check", exercise, "--budget", AUTO_BUDGET, "--format", "json", timeout=1200)
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    rows = json.loads(proc.stdout)["rows"]
+def test_exercise_check_is_green(exercise, grades):
+    summary = check_exercise(exercise, budget=AUTO_BUDGET, grade_with=grades.grade)
+    rows = json.loads(summary.model_dump_json())["rows"]
     red = [r for r in rows if not r["ok"]]
-    assert proc.returncode == 0 and not red, red
+    assert summary.ok and not red, red
     assert {r["kind"] for r in rows} >= {"files", "solution", "mutant", "auto"}

@@ -9,7 +9,6 @@ the mutant's rule (caused_by).
 """
 
 import pytest
-from conftest import grade_json
 
 from grader.mutants import apply_mutant, load_mutants
 
@@ -21,13 +20,13 @@ MISLEADING_BEFORE = [
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """mutant id -> (mutant, its grade as JSON); each graded once for the whole module."""
+def graded(tmp_path_factory, grades):
+    """mutant id -> (mutant, its grade as JSON); each graded once for the whole run."""
     out = {}
     for exercise, mutant_id in MISLEADING_BEFORE:
         mutant = next(m for m in load_mutants() if m.id == mutant_id)
         path = apply_mutant(mutant, exercise, tmp_path_factory.mktemp(mutant_id) / "submission")
-        out[mutant_id] = (mutant, grade_json(exercise, path)[1])
+        out[mutant_id] = (mutant, grades.cli_json(exercise, path)[1])
     return out
 
 

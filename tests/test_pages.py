@@ -18,7 +18,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import EXERCISES, grade_json
+import grade_store
+from conftest import EXERCISES
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import given, settings
@@ -53,7 +54,7 @@ T0 = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
 
 @cache
 def solution_grade() -> Grade:
-    code, data = grade_json(EXERCISE, EXERCISES / EXERCISE / "solution")
+    code, data = grade_store.shared().cli_json(EXERCISE, EXERCISES / EXERCISE / "solution")
     assert code == 0
     return Grade.model_validate(data)
 
@@ -62,7 +63,7 @@ def solution_grade() -> Grade:
 def mutant_grade() -> Grade:
     mutant = next(m for m in load_mutants() if m.id == "no-causal-mask")
     with tempfile.TemporaryDirectory() as tmp:
-        code, data = grade_json(EXERCISE, apply_mutant(mutant, EXERCISE, Path(tmp) / "sub"))
+        code, data = grade_store.shared().cli_json(EXERCISE, apply_mutant(mutant, EXERCISE, Path(tmp) / "sub"))
     assert code == 1
     return Grade.model_validate(data)
 

@@ -9,6 +9,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+import grade_store
 import pytest
 
 from grader.grading import grade
@@ -24,7 +25,7 @@ HOSTILE = "<script>alert('x')</script><img src=https://evil.example/x.png> \x1b[
 @cache
 def starter_grade() -> Grade:
     """The bug-hunt starter: four bugs, NaN at the first step of training."""
-    return grade("day49-bughunt", EXERCISES / "day49-bughunt" / "starter", student="s-starter")
+    return grade_store.shared().grade("day49-bughunt", EXERCISES / "day49-bughunt" / "starter", student="s-starter")
 
 
 @cache
@@ -33,12 +34,12 @@ def only_bug_d_grade() -> Grade:
     mutant = next(m for m in load_mutants() if m.id == "unshifted-targets")
     with tempfile.TemporaryDirectory() as tmp:
         path = apply_mutant(mutant, "day49-bughunt", Path(tmp) / "submission")
-        return grade("day49-bughunt", path, student="s-only-d")
+        return grade_store.shared().grade("day49-bughunt", path, student="s-only-d")
 
 
 @cache
 def solution_grade() -> Grade:
-    return grade("day49-bughunt", EXERCISES / "day49-bughunt" / "solution", student="s-solution")
+    return grade_store.shared().grade("day49-bughunt", EXERCISES / "day49-bughunt" / "solution", student="s-solution")
 
 
 @cache

@@ -41,9 +41,11 @@ def recorder(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def real_grades(tmp_path_factory) -> list[tuple[str, Grade]]:
-    """Every case `grader mutants verify` grades, and each quiz's key and starter."""
-    out = [(f"{v.case.kind} {v.case.exercise} {v.case.name}", v.grade) for v in verify(cases(), workers=2)]
+def real_grades(tmp_path_factory, grades) -> list[tuple[str, Grade]]:
+    """Every case `grader mutants verify` grades (from the run's grade store), and each quiz's key
+    and starter."""
+    verdicts = verify(cases(), grade_with=grades.grade)
+    out = [(f"{v.case.kind} {v.case.exercise} {v.case.name}", v.grade) for v in verdicts]
     for ex in all_exercises():
         if ex.kind != "quiz":
             continue
