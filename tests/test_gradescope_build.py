@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -267,7 +268,7 @@ def test_run_autograder_copies_the_build_time_results_when_python_cannot_start(a
 
 
 @pytest.fixture(scope="module")
-def gradescope_root(autograder_zip, tmp_path_factory):
+def gradescope_root(autograder_zip, tmp_path_factory, torch_wheels):
     """The zip unpacked to ROOT/source, setup.sh run there once (a fresh venv at ROOT/venv), and
     run_autograder copied to ROOT, as Gradescope builds its image. Times setup.sh."""
     root = tmp_path_factory.mktemp("gradescope") / "autograder"
@@ -277,7 +278,9 @@ def gradescope_root(autograder_zip, tmp_path_factory):
         for info in zf.infolist():  # zipfile drops the modes: restore them, as unzip does
             (root / "source" / info.filename).chmod(info.external_attr >> 16 & 0o777)
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
-    env = {**os.environ, "GRADER_AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": sys._base_executable}
+    env = {**os.environ, "GRADER_AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": sys._base_executable,
+           # torch from the wheel already on this machine, never fetched again (tests/README.md)
+           "PIP_FIND_LINKS": " ".join([str(torch_wheels), os.environ.get("PIP_FIND_LINKS", "")]).strip()}
     env.pop("PYTHONPATH", None)
     started = time.monotonic()
     proc = subprocess.run(
@@ -287,6 +290,8 @@ def gradescope_root(autograder_zip, tmp_path_factory):
     print(f"\nsetup.sh (fresh venv, pip install) took {time.monotonic() - started:.0f} s")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "setup.sh: ready; torch 2.13.0" in proc.stdout
+    fetched = [line for line in proc.stdout.splitlines() if re.search(r"Downloading\s+\S*torch-", line)]
+    assert fetched == [], fetched
     return root, env
 
 
