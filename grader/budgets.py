@@ -11,9 +11,10 @@ then `gpt.GPT(gpt.GPTConfig(...))`), and a call on the object is the same call o
 non-learner module the hidden tests reach through the jail (`torch.Generator()`) is this
 process's own. The training probe is budgeted from one forward pass of the twin, scaled to its steps. With no
 counterpart (a name the reference lacks, a twin that cannot be built) the budget is the
-exercise's call_seconds. A budget is measured once per call signature (the target, and the
-arguments' shapes, dtypes and small values), so the reference is not re-timed each call; the
-global random generators are left as they were, so hidden tests draw the same inputs.
+exercise's call_seconds. The reference is timed once per call signature (the target, and the
+arguments' shapes, dtypes and small values) and process, not for each call nor each learner
+(the last BUDGET_SIGNATURES signatures are kept); the global random generators are left as they
+were, so hidden tests draw the same inputs.
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ import signal
 import sys
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from grader.jail.wire import Handle
-from grader.limits import CALL_BUDGET_FACTOR, CALL_FLOOR_SECONDS, CALL_TIMING_SECONDS
+from grader.limits import BUDGET_SIGNATURES, CALL_BUDGET_FACTOR, CALL_FLOOR_SECONDS, CALL_TIMING_SECONDS
 
 REFERENCE_PACKAGE = "reference_model"
 # modules other than the learner's that hidden tests reach through the jail: their counterpart
@@ -59,9 +62,12 @@ class CallBudgets:
     def for_call(self, generation: int, target: dict, args, kwargs) -> float:
         key = self._call_key(generation, target, args, kwargs)
         if key not in self._seconds:
-            self._seconds[key] = self._measure(
-                lambda: self._reference_call(generation, target, args, kwargs, key)
+            self._last = None
+            seconds = _timed_before(
+                (self.modules, self.solution_dir, key),
+                lambda: self._measure(lambda: self._reference_call(generation, target, args, kwargs, key)),
             )
+            self._seconds[key] = self.call_seconds if seconds is None else self._bounded(seconds)
         return self._seconds[key]
 
     def for_training(
@@ -69,14 +75,16 @@ class CallBudgets:
     ) -> float:
         key = ("train", self._signature(generation, target), steps, batch_size, block_size)
         if key not in self._seconds:
-            model = self._resolve(generation, target)
-            if model is _NO_TWIN or not isinstance(model, torch.nn.Module):
-                self._seconds[key] = self.call_seconds
-            else:
+
+            def measure() -> float | None:
+                model = self._resolve(generation, target)
+                if model is _NO_TWIN or not isinstance(model, torch.nn.Module):
+                    return None
                 per_step = _seconds_per_step(model, batch_size, block_size)
-                self._seconds[key] = (
-                    self.call_seconds if per_step is None else self._bounded(per_step * max(1, steps))
-                )
+                return None if per_step is None else per_step * max(1, steps)
+
+            seconds = _timed_before((self.modules, self.solution_dir, key), measure)
+            self._seconds[key] = self.call_seconds if seconds is None else self._bounded(seconds)
         return self._seconds[key]
 
     def made(self, generation: int, handle: Handle, target: dict, args, kwargs) -> None:
@@ -88,21 +96,21 @@ class CallBudgets:
         self._last = None
 
     # -- internals --------------------------------------------------------------------------
-    def _measure(self, run) -> float:
-        """max(floor, factor x the reference's seconds); call_seconds when there is no counterpart,
-        or when the reference's work runs past CALL_TIMING_SECONDS (timing it to the end would
-        cost the grader that work again, e.g. the bug hunt solution's whole train())."""
+    def _measure(self, run) -> float | None:
+        """The reference's seconds for the call; None (its budget is call_seconds) when there is
+        no counterpart, or when the reference's work runs past CALL_TIMING_SECONDS (timing it to
+        the end would cost the grader that work again, e.g. the bug hunt solution's whole train())."""
         with same_random_state():
             started = time.perf_counter()
             try:
                 with stopped_after(CALL_TIMING_SECONDS):
                     found = run()
             except TimingStopped:
-                return self.call_seconds
+                return None
             except Exception:  # noqa: BLE001 - the reference raising (on bad input) is its answer too
                 found = True
             seconds = time.perf_counter() - started
-        return self.call_seconds if found is _NO_TWIN else self._bounded(seconds)
+        return None if found is _NO_TWIN else seconds
 
     def _bounded(self, reference_seconds: float) -> float:
         """The budget for work the reference does in `reference_seconds`: never under the floor,
@@ -200,6 +208,24 @@ class CallBudgets:
         target, args, kwargs = recipe
         made_by = functools.partial(self._made_by, generation, depth=depth + 1)
         return (self._signature(generation, target), _signature(args, made_by), _signature(kwargs, made_by))
+
+
+# The reference's seconds per call signature, for every session of this process: one learner's
+# calls are another's (the hidden tests choose them), so a warm grader times each once. Timing
+# again would find about the same seconds, noise apart; a budget is 20 times them, or the floor.
+_timings: OrderedDict[tuple, float | None] = OrderedDict()
+
+
+def _timed_before(key: tuple, measure: Callable[[], float | None]) -> float | None:
+    """measure() for `key` (reference, call signature), from an earlier session when it was
+    timed there; the BUDGET_SIGNATURES last used are kept."""
+    if key in _timings:
+        _timings.move_to_end(key)
+        return _timings[key]
+    seconds = _timings[key] = measure()
+    while len(_timings) > BUDGET_SIGNATURES:
+        _timings.popitem(last=False)
+    return seconds
 
 
 @functools.lru_cache(maxsize=32)

@@ -7,7 +7,8 @@ no example database and prints nothing, so a submission always gets the same gra
 is shrunk to the smallest failing case, whose CheckFailure is raised with the input shown. What
 ends a check in the jail (a timeout, a crash, NotImplementedError) or keeps it from the learner's
 code (testkit.Unusable: a broken module, a missing name) is raised at once: it is never
-repeated to shrink it.
+repeated to shrink it. A grading process keeps the cases of a run in which none failed (they are
+every correct learner's), and runs them again without hypothesis's engine: see `explore`.
 
 The strategies below are the pieces every exercise's contract shares (batch dims 0-3, T = 1, odd
 and even sizes, float32/float16/bfloat16, large magnitudes). A case holds real tensors, built from
@@ -16,15 +17,24 @@ a drawn seed, so what a learner is shown is exactly what was sent.
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
+import random
+import types
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
+from hypothesis.internal.entropy import deterministic_PRNG
+from hypothesis.strategies._internal.lazy import LazyStrategy
 
 from grader.jail.client import JailError, LearnerError
+from grader.limits import EXPLORED_RUNS
 from grader.locale import msg
 
 # Cases drawn per explored check: enough to reach each corner of the strategies below, few enough
@@ -78,7 +88,40 @@ def explore(
     smallest failing case found; when none fails, on each of `corners` (explicit cases the
     strategy may miss), raising the first failure as written.
 
-    `what` names what a case is the input of (e.g. "stable_softmax"), for the message."""
+    `what` names what a case is the input of (e.g. "stable_softmax"), for the message.
+
+    The cases of a run where none failed are kept (`_drawn`, keyed by the strategy): the next
+    submission gets the same cases, run without hypothesis's engine, and hypothesis runs only
+    when one of them fails, its first calls answered with what was seen, so that the learner's
+    code is called on exactly the cases, in the order, a run of hypothesis calls it."""
+    try:
+        key, namespaces = _reuse_key(cases, examples)
+    except Exception:  # noqa: BLE001 - e.g. a strategy's invalid argument: hypothesis says so, as before
+        key, namespaces = None, []
+    drawn = _drawn.get(key) if key is not None else None
+    answered: list[BaseException | None] = []  # what the first calls of hypothesis get
+    if key is not None and drawn is not None:
+        _drawn.move_to_end(key)
+        for case in drawn.cases:
+            failure = _run_drawn(copy.deepcopy(case), prop)
+            answered.append(failure)
+            if failure is not None:
+                break  # hypothesis shrinks it
+        else:
+            for case in corners:
+                corner(case, prop, what=what)
+            return
+    seen = [] if drawn is None else drawn.cases[: len(answered)]
+    recorded = _Recording() if key is not None and drawn is None else None
+    _explore(cases, prop, examples, what, corners, seen, answered, recorded)
+    if key is not None and recorded is not None and recorded.cases is not None:
+        _keep(key, _Drawn(recorded.cases, namespaces))
+
+
+def _explore(cases, prop, examples, what, corners, seen: list, answered: list, recorded) -> None:
+    """explore() with hypothesis: its first len(answered) calls, on the `seen` cases, are
+    answered from `answered` (None: passed; else that failure); `recorded` (a _Recording, or
+    None) gets the cases of a run in which none failed."""
     from grader.testkit import Unusable
 
     failures: list[tuple[object, BaseException]] = []  # the last is hypothesis's smallest so far
@@ -90,7 +133,22 @@ def explore(
             calls_since_failure += 1
             if calls_since_failure > SHRINK_CALLS:
                 raise _Abort(None)  # enough shrinking: the last failure seen is the smallest yet
+        known = bool(answered) and _same_case(case, seen[0])
+        answer = None
+        if known:
+            seen.pop(0)
+            answer = answered.pop(0)
+            if answer is None:
+                return  # it passed when it was run
+        else:
+            answered.clear()  # hypothesis drew another case (never seen): from here each one runs
+            if recorded is not None:
+                recorded.drawn(case)
         try:
+            if answer is not None:
+                # the failure this case had, raised again where it was, as hypothesis tells one bug
+                # from another by where it arose: it shrinks as if the case had just failed
+                raise answer
             prop(case)
         except Unusable as exc:  # no input is to blame
             raise _Abort(exc) from None
@@ -104,13 +162,20 @@ def explore(
             raise _Failed from None
         except (JailError, Exception) as exc:  # noqa: BLE001  (a jail error, or the check's own bug)
             raise _Abort(exc) from None
+        finally:
+            if recorded is not None:
+                recorded.ran()
 
     try:
         seed(SEED)(given(cases)(_settings(examples)(run)))()
     except _Abort as abort:
+        if recorded is not None:
+            recorded.cases = None
         if abort.error is not None:
             raise abort.error from None
     except (_Failed, HypothesisException):  # e.g. Flaky: a learner whose failure did not repeat
+        if recorded is not None:
+            recorded.cases = None
         if not failures:
             raise
     if failures:
@@ -118,6 +183,190 @@ def explore(
         raise _failure(smallest_case, its_error, what, smallest=True) from None
     for case in corners:
         corner(case, prop, what=what)
+
+
+# -- running the cases of an earlier exploration ---------------------------------------------
+
+
+@dataclass
+class _Drawn:
+    """The cases hypothesis drew for one strategy, in order, none of which failed; `namespaces`:
+    those the key names by id, held so that no other namespace can take the id."""
+
+    cases: list
+    namespaces: list
+
+
+_drawn: OrderedDict[tuple, _Drawn] = OrderedDict()
+
+
+def _keep(key: tuple, drawn: _Drawn) -> None:
+    _drawn[key] = drawn
+    _drawn.move_to_end(key)
+    while len(_drawn) > EXPLORED_RUNS:
+        _drawn.popitem(last=False)
+
+
+class _Recording:
+    """The cases of one run of hypothesis as drawn (copied before the check can change them);
+    `cases` is None when they cannot be run again without it: a case failed or ended the check,
+    or drawing it moved torch's global generator, or left Python's or numpy's other than
+    hypothesis seeds them for the check."""
+
+    def __init__(self):
+        self.cases: list | None = []
+        self._torch_state = torch.get_rng_state()
+
+    def drawn(self, case) -> None:
+        if self.cases is None:
+            return
+        if not (_as_seeded() and torch.equal(torch.get_rng_state(), self._torch_state)):
+            self.cases = None
+            return
+        try:
+            self.cases.append(copy.deepcopy(case))
+        except Exception:  # noqa: BLE001 - a case that cannot be copied is drawn by hypothesis each time
+            self.cases = None
+
+    def ran(self) -> None:
+        self._torch_state = torch.get_rng_state()
+
+
+def _run_drawn(case, prop: Callable[[object], None]) -> BaseException | None:
+    """prop(case) as hypothesis's run would call it (Python's and numpy's generators seeded as
+    it seeds them): None if it passed, the failure to shrink, or what ends the check, raised."""
+    from grader.testkit import Unusable
+
+    try:
+        with deterministic_PRNG():
+            prop(case)
+    except Unusable as exc:
+        raise exc from None
+    except AssertionError as exc:
+        return exc
+    except LearnerError as exc:
+        if exc.is_a("NotImplementedError"):
+            raise exc from None
+        return exc
+    except (JailError, Exception) as exc:  # as explore's run: a jail error or the check's bug ends it
+        raise exc from None
+    return None
+
+
+# values whose repr is the value itself: a strategy made of these and of functions is named exactly
+# by its repr and the functions' code and namespaces (so are these types: `.map(tuple)`)
+_EXACT = (type(None), bool, int, float, complex, str, bytes, torch.dtype)
+_EXACT_TYPES = frozenset({tuple, list, dict, set, frozenset, int, float, complex, bool, str, bytes})
+
+
+def _reuse_key(strategy: st.SearchStrategy, examples: int) -> tuple[tuple | None, list]:
+    """What decides the cases a seeded run of hypothesis draws from `strategy`: its repr, the
+    code, defaults and module namespace of every function of it outside hypothesis, and the
+    settings (how many cases); and those namespaces. None when something of it may vary unseen by that (a
+    closure, a tensor, a class or object of another kind): such a strategy is explored by
+    hypothesis every time. The hidden test module is imported once per process, so a function's
+    namespace names its version."""
+    functions: dict[types.FunctionType, None] = {}
+    todo: list = [strategy]
+    seen: set[int] = set()
+    while todo:
+        item = todo.pop()
+        if id(item) in seen or isinstance(item, _EXACT):
+            continue
+        seen.add(id(item))
+        if isinstance(item, type):
+            if item not in _EXACT_TYPES:
+                return None, []
+        elif isinstance(item, st.SearchStrategy):
+            if isinstance(item, LazyStrategy):
+                todo.append(item.wrapped_strategy)
+            todo += vars(item).values()
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            todo += item
+        elif isinstance(item, dict):
+            todo += [*item.keys(), *item.values()]
+        elif isinstance(item, functools.partial):
+            todo += [item.func, item.args, item.keywords]
+        elif isinstance(item, types.FunctionType) and item.__module__.startswith("hypothesis"):
+            todo += [cell.cell_contents for cell in item.__closure__ or ()]  # what it wraps
+        elif isinstance(item, types.FunctionType):
+            if item.__closure__:
+                return None, []
+            functions[item] = None
+            todo += [item.__defaults__, item.__kwdefaults__]
+        elif not isinstance(item, types.BuiltinFunctionType):
+            return None, []
+    code = sorted(
+        (
+            (
+                f.__module__,
+                f.__qualname__,
+                id(f.__globals__),
+                f.__code__,
+                repr(f.__defaults__),
+                repr(f.__kwdefaults__),
+            )
+            for f in functions
+        ),
+        key=lambda c: (c[0], c[1], c[2], repr(c[4:])),
+    )
+    # the settings as hypothesis would run with them: those explore leaves open come from the
+    # loaded profile (its backend, for one)
+    return (repr(strategy), tuple(code), repr(_settings(examples)), SEED), [f.__globals__ for f in functions]
+
+
+def _same_case(a, b) -> bool:
+    """Whether two cases are the same data: tensors and arrays of one dtype and shape, bit for bit
+    (a NaN is the same NaN), the rest equal."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(torch.equal(_bits(a), _bits(b)))
+        )
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same_case(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same_case(a[k], b[k]) for k in a)
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if type(a).__module__ == "numpy" and hasattr(a, "tobytes"):
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - what cannot say it is equal is not the same case
+        return False
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
+@functools.cache
+def _seeded_states() -> tuple:
+    """Python's and numpy's global generators as hypothesis seeds them for a check (seed 0)."""
+    import numpy as np
+
+    return random.Random(0).getstate(), np.random.RandomState(0).get_state(legacy=False)
+
+
+def _as_seeded() -> bool:
+    """Whether Python's and numpy's global generators are as hypothesis seeds them for a check."""
+    import numpy as np
+
+    python, numpy = _seeded_states()
+    state = np.random.get_state(legacy=False)
+    return (
+        random.getstate() == python
+        and state["state"]["pos"] == numpy["state"]["pos"]
+        and bool(np.array_equal(state["state"]["key"], numpy["state"]["key"]))
+        and (state["bit_generator"], state["has_gauss"], state["gauss"])
+        == (numpy["bit_generator"], numpy["has_gauss"], numpy["gauss"])
+    )
 
 
 def corner(case, prop: Callable[[object], None], *, what: str = "") -> None:

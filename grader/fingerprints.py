@@ -17,7 +17,17 @@ from dataclasses import dataclass
 
 from grader.limits import FINGERPRINT_NAMES, FINGERPRINT_SECONDS
 from grader.models import Diagnosis
-from grader.replay import Event, Outcome, Trace, counterpart, distance, replay, same
+from grader.replay import (
+    Event,
+    Outcome,
+    Trace,
+    counterpart,
+    distance,
+    remembered_replay,
+    replay,
+    requests_digest,
+    same,
+)
 
 PAIRED_MUTANTS = 10  # an exercise with at most this many mutants also has its pairs tried
 
@@ -51,6 +61,7 @@ class Namer:
         folder = exercise_dir(exercise.id) / "solution"
         self.solution = {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.py"))}
         self._suspects: list[list[Suspect]] | None = None
+        self._digest: str | None = None  # of the requests of the check being named
         self.named: set[str] = set()  # the mutants named on this submission's checks so far
 
     def suspects(self) -> list[list[Suspect]]:
@@ -81,6 +92,7 @@ class Namer:
         learner = [e.outcome for e in events]
         if not any(o is not None and o.kind != "opaque" for o in learner) or self._late():
             return []
+        self._digest = requests_digest(events)
         solution = self._replay(events, Suspect((), self.solution), learner=None)
         if solution is None or all(_agree(a, b) for a, b in zip(learner, solution, strict=True)):
             return []  # the learner's answers are the solution's: this check failed on something else
@@ -128,8 +140,13 @@ class Namer:
         def differs(i: int, outcome: Outcome) -> bool:
             return learner is not None and not _agree(learner[i], outcome)
 
+        seconds = self.deadline - time.monotonic()
         try:
-            return replay(events, modules, until=differs, seconds=self.deadline - time.monotonic())
+            if self._digest is None:
+                return replay(events, modules, until=differs, seconds=seconds)
+            # the same requests replayed on the same mutant answer alike for every learner
+            key = (f"{self.exercise.id}/{suspect.key}", self._digest)
+            return remembered_replay(key, events, modules, until=differs, seconds=seconds)
         except TimeoutError:
             return None
 

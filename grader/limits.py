@@ -47,6 +47,12 @@ For every exercise:
     STACK_SAMPLE_SECONDS          0.2       a call over budget: the wait for its stack sample
     STACK_SAMPLE_BYTES            16 KiB    ... the bytes of it read (learner text)
     STACK_FRAMES                  3         ... the learner's frames kept, innermost first
+    REPLAY_CACHE_BYTES            128 MiB   what a grading process keeps for the next grade
+                                            (least recently used dropped): mutants' answers
+                                            to a failed check's requests, ...
+    BUDGET_SIGNATURES             10,000    ... call signatures' reference times ...
+    EXPLORED_RUNS                 500       ... explorations' drawn cases ...
+    PYTEST_SESSIONS               16        ... pytest sessions, hidden tests collected
     ARCHIVE_MEMBERS               50,000    members of one archive (a class's export)
     ARCHIVE_BYTES                 2 GiB     an archive on disk, and its members' inflated size
     NESTED_ARCHIVE_BYTES          64 MiB    a learner's own zip inside an export
@@ -186,6 +192,14 @@ FINGERPRINT_NAMES = 3  # mutants named for one failed check, at most
 STACK_SAMPLE_SECONDS = 0.2  # a call over budget: how long the jail's stack sample is waited for
 STACK_SAMPLE_BYTES = 16 * KiB  # ... and read of it (the text is the learner's)
 STACK_FRAMES = 3  # the learner's frames kept from it, innermost first
+
+# -- what a grading process keeps for the next grade (least recently used dropped first) --------
+# a mutant's answers to a failed check's requests (grader.replay: deterministic, and learners with
+# one bug fail one check alike, with the same requests) ...
+REPLAY_CACHE_BYTES = 128 * MiB
+BUDGET_SIGNATURES = 10_000  # ... the reference's time per call signature (grader.budgets) ...
+EXPLORED_RUNS = 500  # ... an exploration's drawn cases, when none failed (grader.explore) ...
+PYTEST_SESSIONS = 16  # ... a pytest session with an exercise's hidden tests collected (grader.runner)
 
 # -- archives (grader.sources: a class's export, read in memory, never extracted) ------------
 ARCHIVE_MEMBERS = 50_000  # members of one archive

@@ -11,29 +11,37 @@ learner's, where the solution's do not, names the learner's bug (grader.fingerpr
     modules = counterpart(files, key="day45-attention/no-scale")   # trusted sources, imported here
     outcomes = replay(events, modules)                              # one Outcome per event
     same(learner_outcome, outcome)                                  # NaNs, shapes, values, raises
+
+Replaying is deterministic (one thread, the random generators seeded), so the outcomes of one
+counterpart on one sequence of requests are those of every learner whose check made them:
+`remembered_replay` keeps them in this process (REPLAY_CACHE_BYTES), keyed by the counterpart
+and `requests_digest(events)`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.abc
 import importlib.util
 import math
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
+import numpy as np
 import torch
 
 import grader.jail
 from grader.budgets import TimingStopped, same_random_state, stopped_after
 from grader.jail import wire
 from grader.jail.wire import Handle
-from grader.limits import REPLAY_EVENTS, REPLAY_VALUE_ELEMENTS
+from grader.limits import REPLAY_CACHE_BYTES, REPLAY_EVENTS, REPLAY_VALUE_ELEMENTS
 
 # how far apart two floats of a dtype may be and still be the same outcome: relative to the
 # value, loose enough for a different summation order (threads), tight enough for any bug
@@ -257,7 +265,9 @@ def replay(
     timer = stopped_after(seconds) if seconds else contextlib.nullcontext()
     try:
         with same_random_state(), _installed(modules), _one_thread(), timer:
-            torch.manual_seed(0)
+            # the CPU generator alone, as same_random_state restores it: torch.manual_seed would
+            # also queue a seed for each accelerator, formatting the stack each time (4 ms)
+            torch.default_generator.manual_seed(0)
             deadline = time.monotonic() + seconds if seconds else math.inf
             for i, event in enumerate(events):
                 if time.monotonic() > deadline:  # where no timer can run (not the main thread)
@@ -269,6 +279,100 @@ def replay(
     except TimingStopped:
         raise TimeoutError("replay ran out of time") from None
     return outcomes
+
+
+# -- remembered replays --------------------------------------------------------------------------
+@dataclass
+class _Replayed:
+    outcomes: list[Outcome]
+    complete: bool  # every event replayed (else `until` stopped it, and more may follow)
+    size: int  # bytes, about (tensors' own, and a little for each outcome)
+
+
+_replayed: OrderedDict[tuple, _Replayed] = OrderedDict()
+_replayed_bytes = 0
+OUTCOME_BYTES = 256  # what an outcome costs besides its tensors, about
+
+
+def remembered_replay(
+    key: tuple,
+    events: Sequence[Event],
+    modules: Mapping[str, ModuleType],
+    *,
+    until: Callable[[int, Outcome], bool] | None = None,
+    seconds: float | None = None,
+) -> list[Outcome]:
+    """replay(events, modules, until=, seconds=), from this process's earlier replay of the same
+    `key`: the counterpart's own key and requests_digest(events). The outcomes kept are walked
+    with `until`; when they end before it stops, and that replay had stopped early, the events
+    are replayed again (the longer outcomes are kept). The least recently used are dropped past
+    REPLAY_CACHE_BYTES."""
+    kept = _replayed.get(key)
+    if kept is not None:
+        _replayed.move_to_end(key)
+        for i, outcome in enumerate(kept.outcomes):
+            if until is not None and until(i, outcome):
+                return kept.outcomes[: i + 1]
+        if kept.complete:
+            return list(kept.outcomes)
+    outcomes = replay(events, modules, until=until, seconds=seconds)
+    if kept is None or len(outcomes) > len(kept.outcomes):
+        _remember(key, outcomes, complete=len(outcomes) == len(events))
+    return outcomes
+
+
+def _remember(key: tuple, outcomes: list[Outcome], complete: bool) -> None:
+    global _replayed_bytes
+    if key in _replayed:
+        _replayed_bytes -= _replayed.pop(key).size
+    size = sum(OUTCOME_BYTES + sum(t.nbytes for t in _tensors(o.value)) for o in outcomes)
+    _replayed[key] = _Replayed(outcomes, complete, size)
+    _replayed_bytes += size
+    while _replayed_bytes > REPLAY_CACHE_BYTES and _replayed:
+        _replayed_bytes -= _replayed.popitem(last=False)[1].size
+
+
+def requests_digest(events: Sequence[Event]) -> str | None:
+    """A hash of what replaying `events` reads: each request (op, target, jail generation, its
+    fields, tensors by dtype, shape and bytes) and which learner objects its answer made (their
+    handles). None if a field holds a value of another kind (nothing is remembered for it)."""
+    digest = hashlib.blake2b(digest_size=20)
+    try:
+        for event in events:
+            answer = event.outcome
+            made = None if answer is None else (answer.kind, [h.id for h in _handles(answer.value)])
+            _feed(digest, (event.op, event.target, event.generation, event.fields, made))
+    except (TypeError, RuntimeError):  # a kind of value, or a tensor whose bytes torch will not give
+        return None
+    return digest.hexdigest()
+
+
+def _feed(digest, value) -> None:
+    if isinstance(value, torch.Tensor):
+        data = value.detach().contiguous().reshape(-1)
+        digest.update(f"T{value.dtype}{tuple(value.shape)}".encode())
+        digest.update(data.view(torch.uint8).numpy() if data.numel() else b"")
+    elif isinstance(value, np.ndarray):
+        digest.update(f"A{value.dtype}{value.shape}".encode())
+        digest.update(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, Handle):
+        digest.update(f"H{value.id}".encode())
+    elif isinstance(value, (list, tuple)):
+        digest.update(f"{type(value).__name__}{len(value)}(".encode())
+        for item in value:
+            _feed(digest, item)
+        digest.update(b")")
+    elif isinstance(value, dict):
+        digest.update(f"dict{len(value)}(".encode())
+        for k, item in value.items():
+            _feed(digest, k)
+            _feed(digest, item)
+        digest.update(b")")
+    elif value is None or isinstance(value, (bool, int, float, complex, str, bytes, torch.dtype)):
+        text = repr(value)
+        digest.update(f"{type(value).__name__}{len(text)}:{text}".encode())
+    else:
+        raise TypeError(type(value).__name__)
 
 
 @contextlib.contextmanager

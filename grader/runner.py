@@ -7,6 +7,11 @@ failed one whose `needs` failed too names them as its root causes (`root_causes`
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
+import traceback
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -14,11 +19,24 @@ import pytest
 
 from grader.errors import ExerciseFileError
 from grader.jail.client import JailError, JailTimeout, LearnerError
+from grader.limits import PYTEST_SESSIONS
 from grader.locale import message_of, msg
 from grader.models import CheckResult, Diagnosis
 from grader.testkit import CheckFailure, take_attachments
 
 INI = Path(__file__).with_name("hidden-pytest.ini")
+UNUSED_PLUGINS = (
+    "doctest",
+    "junitxml",
+    "pastebin",
+    "stepwise",
+    "setuponly",
+    "setupplan",
+    "unraisableexception",
+    "threadexception",
+    "faulthandler",
+    "debugging",
+)
 
 
 class _CheckCollector:
@@ -44,6 +62,11 @@ class _CheckCollector:
         return self._submission
 
     def pytest_collection_finish(self, session):
+        for item in session.items:
+            # a CheckResult is made from the exception itself (`_result`); pytest's own report
+            # text, never read here, parses the hidden test file for each frame of a failure's
+            # traceback (0.15 s a failed check)
+            item.repr_failure = item._repr_failure_py = _exception_line
         marked = [(item, m) for item in session.items if (m := item.get_closest_marker("check"))]
         self.needs = {check_id(item): tuple(m.kwargs.get("needs", ())) for item, m in marked}
         where = {check_id(item): item.nodeid for item, _ in marked}
@@ -129,6 +152,11 @@ class _CheckCollector:
             message=message,
             **base,
         )
+
+
+def _exception_line(excinfo, style=None) -> str:
+    """A failed test's report text: its exception's last line (the grade does not read it)."""
+    return excinfo.exconly(tryshort=True)
 
 
 def check_id(item) -> str:
@@ -295,23 +323,9 @@ def stopped_at(what, where: list[tuple[str, str, int]]):
     )
 
 
-def run_hidden_tests(
-    hidden_dir: Path,
-    submission,
-    before_checks=None,
-    name_failure=None,
-    max_failures: int | None = None,
-    exercise=None,
-    collect_only: bool = False,
-) -> _CheckCollector:
-    """before_checks() -> (error kind, message) or None: called once tests are collected; when it
-    returns a problem no check runs and `collector.problem` holds it. name_failure(check id) ->
-    diagnoses: called for each failed check, to name its bug. max_failures: stop after this many
-    failed checks (the later ones are not run, nor reported): for a verdict, not a learner's grade.
-    exercise: the markers are checked against it (marker_problems), an ExerciseFileError (exit 2)
-    naming each problem. collect_only: run no check (the markers' validation alone)."""
-    collector = _CheckCollector(submission, before_checks, name_failure, exercise)
-    collector._collect_only = collect_only
+def pytest_args(hidden_dir: Path, max_failures: int | None = None) -> list[str]:
+    """The command line the hidden tests of `hidden_dir` run with."""
+    hidden_dir = Path(hidden_dir).resolve()
     args = [
         str(hidden_dir),
         "-c",
@@ -330,10 +344,219 @@ def run_hidden_tests(
         "no:logging",
         "-W",
         "ignore",
+        # plugins no hidden test uses, each set up for every run: reports and options of the
+        # command line, pdb, and the unraisable-exception hooks (two gc passes a run)
+        *(arg for plugin in UNUSED_PLUGINS for arg in ("-p", f"no:{plugin}")),
     ]
+    if pytest.version_tuple >= (8, 4):
+        args.append("--disable-plugin-autoload")  # the machine's pytest plugins have no say in a grade
     if max_failures is not None:
         args.append(f"--maxfail={max_failures}")
-    code = pytest.main(args, plugins=[collector])
+    return args
+
+
+# -- a pytest session kept for the next grade ----------------------------------------------------
+# Configuring pytest and collecting the hidden tests costs as much as a small exercise's checks
+# (0.02 s): a grading process does it once per exercise and runs the same items again for each
+# submission, as pytest-rerunfailures and xdist's workers run an item again. Each run sees what a
+# fresh pytest.main would show it: the run's own collector (through `_Forward`), fresh fixtures,
+# the working directory and pytest.mark's configuration as they were. A session whose collection
+# had any problem is not kept (later runs go to pytest.main, as before), nor one a run stopped
+# early (maxfail, an interruption: pytest cannot resume it).
+
+
+class _Forward:
+    """The plugin a kept session is configured with: each hook goes to the run's collector."""
+
+    def __init__(self):
+        self.current: _CheckCollector | None = None
+
+    def _collector(self) -> _CheckCollector:
+        assert self.current is not None, "a kept pytest session runs only for a collector"
+        return self.current
+
+    @pytest.fixture
+    def submission(self):
+        return self._collector()._submission
+
+    def pytest_collection_finish(self, session):
+        self._collector().pytest_collection_finish(session)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        return self._collector().pytest_runtestloop(session)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        self._collector().pytest_runtest_setup(item)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item):
+        return (yield from self._collector().pytest_runtest_call(item))
+
+    def pytest_collectreport(self, report):
+        self._collector().pytest_collectreport(report)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        yield from self._collector().pytest_runtest_makereport(item, call)
+
+
+class _KeptSession:
+    """A configured pytest session that collects the hidden tests on its first run (as pytest.main
+    would, for that run's collector) and runs the same items again for each later one."""
+
+    def __init__(self, args: list[str]):
+        from _pytest.config import _prepareconfig
+
+        self.lock = threading.Lock()
+        self.forward = _Forward()
+        self.collected = False
+        self.started = False
+        with _marks_of(None):  # pytest.mark's configuration is this session's only while it runs
+            self.config = _prepareconfig(list(args), plugins=[self.forward])
+            self.session = pytest.Session.from_config(self.config)
+            self.session.exitstatus = pytest.ExitCode.OK
+            try:
+                self.config._do_configure()
+                self.config.hook.pytest_sessionstart(session=self.session)
+                self.started = True
+            except BaseException:
+                self.close()
+                raise
+
+    def run(self, collector: _CheckCollector) -> int | pytest.ExitCode:
+        """What pytest.main(args, plugins=[collector]) returns; the collection is done once."""
+        session = self.session
+        self.forward.current = collector
+        cwd = os.getcwd()
+        code: int | pytest.ExitCode = pytest.ExitCode.INTERNAL_ERROR
+        keep = True
+        try:
+            with _marks_of(self.config):
+                if self.collected:
+                    session.testsfailed = 0
+                    collector.pytest_collection_finish(session)  # this run's exercise and needs
+                else:
+                    self.collected = True
+                    self.config.hook.pytest_collection(session=session)
+                    # a collection with a problem is reported by this run, then never kept: pytest
+                    # keeps a hidden module that failed to import half made in sys.modules, and
+                    # the next pytest.main runs what it holds, as this process did before
+                    keep = bool(session.items) and not session.testsfailed and not collector.collect_errors
+                self.config.hook.pytest_runtestloop(session=session)
+            if session.testsfailed:
+                code = pytest.ExitCode.TESTS_FAILED
+            elif session.testscollected == 0:
+                code = pytest.ExitCode.NO_TESTS_COLLECTED
+            else:
+                code = pytest.ExitCode.OK
+        except session.Failed:
+            code = pytest.ExitCode.TESTS_FAILED
+        except (KeyboardInterrupt, pytest.exit.Exception):
+            code = pytest.ExitCode.INTERRUPTED
+        except BaseException:  # noqa: BLE001 - pytest.main reports its own error this way, and goes on
+            traceback.print_exc()
+        finally:
+            self.forward.current = None
+            os.chdir(cwd)
+            if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+                keep = False
+            if not keep or session.shouldfail or session.shouldstop:  # pytest cannot resume these
+                _forget(self, for_good=not keep)
+        return code
+
+    def close(self) -> None:
+        with _marks_of(None):
+            if self.started:
+                self.started = False
+                with contextlib.suppress(Exception):
+                    self.config.hook.pytest_sessionfinish(session=self.session, exitstatus=pytest.ExitCode.OK)
+            self.config._ensure_unconfigure()
+
+
+_kept: OrderedDict[tuple[str, ...], _KeptSession | None] = OrderedDict()
+
+
+def _run_kept(args: list[str], collector: _CheckCollector) -> int | pytest.ExitCode | None:
+    """pytest.main(args, plugins=[collector]) in the session kept for `args` (made now if there
+    is none); None where no session is kept (pytest.main runs). A hidden folder whose files
+    changed since gets a session of its own."""
+    key = (*args, *_files_of(Path(args[0])))
+    if key in _kept:
+        _kept.move_to_end(key)
+        kept = _kept[key]
+    else:
+        try:
+            kept = _KeptSession(args)
+        except Exception:  # noqa: BLE001 - pytest.main then runs, and reports what went wrong
+            kept = None
+        _kept[key] = kept
+        while len(_kept) > PYTEST_SESSIONS:
+            _, dropped = _kept.popitem(last=False)
+            if dropped is not None:
+                dropped.close()
+    if kept is None or not kept.lock.acquire(blocking=False):
+        return None
+    try:
+        return kept.run(collector)
+    finally:
+        kept.lock.release()
+
+
+def _files_of(folder: Path) -> list[str]:
+    """Each file of `folder` (not below), with its size and time of change."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        return [f"{e.name}:{e.stat().st_size}:{e.stat().st_mtime_ns}" for e in entries if e.is_file()]
+    except OSError:
+        return []
+
+
+def _forget(kept: _KeptSession, for_good: bool) -> None:
+    """Close a kept session; for_good: its arguments run with pytest.main from now on."""
+    for key, value in list(_kept.items()):
+        if value is kept:
+            if for_good:
+                _kept[key] = None
+            else:
+                del _kept[key]
+    kept.close()
+
+
+@contextlib.contextmanager
+def _marks_of(config):
+    """pytest.mark checks marker names against `config` while the block runs, as during a run of
+    pytest.main; then against what it did before."""
+    saved = pytest.mark._config
+    pytest.mark._config = config if config is not None else saved
+    try:
+        yield
+    finally:
+        pytest.mark._config = saved
+
+
+def run_hidden_tests(
+    hidden_dir: Path,
+    submission,
+    before_checks=None,
+    name_failure=None,
+    max_failures: int | None = None,
+    exercise=None,
+    collect_only: bool = False,
+) -> _CheckCollector:
+    """before_checks() -> (error kind, message) or None: called once tests are collected; when it
+    returns a problem no check runs and `collector.problem` holds it. name_failure(check id) ->
+    diagnoses: called for each failed check, to name its bug. max_failures: stop after this many
+    failed checks (the later ones are not run, nor reported): for a verdict, not a learner's grade.
+    exercise: the markers are checked against it (marker_problems), an ExerciseFileError (exit 2)
+    naming each problem. collect_only: run no check (the markers' validation alone)."""
+    collector = _CheckCollector(submission, before_checks, name_failure, exercise)
+    collector._collect_only = collect_only
+    args = pytest_args(hidden_dir, max_failures)
+    code = _run_kept(args, collector)
+    if code is None:
+        code = pytest.main(args, plugins=[collector])
     if collector.exercise_errors:
         raise ExerciseFileError("\n".join(collector.exercise_errors))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
