@@ -26,7 +26,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # xdist (`make test` runs `-n 2 --dist loadgroup`): tests that time something or load the machine
 # run on one worker, one after another, so that they never measure each other; a file whose
 # module fixtures cost seconds (a server, a fresh venv, a graded class) stays on one worker, so
-# they are set up once. Every other test goes to whichever worker is free.
+# they are set up once. Every other test goes to whichever worker is free. The groups are made by
+# the scheduler below, from these tables: xdist 3.8's own `xdist_group` mark does nothing under
+# pytest 9 (its worker writes the group into `item._nodeid`, which pytest 9 no longer reads).
 TIMING_FILES = {"test_server_load.py", "test_service.py", "test_server_e2e.py", "test_waiting.py",
                 "test_jail.py", "test_answers.py", "test_i18n.py", "test_budgets.py"}
 WHOLE_FILES = {"test_gradescope_build.py", "test_instructor_week.py", "test_stored_reports.py",
@@ -34,14 +36,23 @@ WHOLE_FILES = {"test_gradescope_build.py", "test_instructor_week.py", "test_stor
                "test_learner_corpus.py", "test_course_cli.py", "test_client_install.py"}
 
 
-@pytest.hookimpl(tryfirst=True)   # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        name = item.path.name
-        if name in TIMING_FILES:
-            item.add_marker(pytest.mark.xdist_group("timing"))
-        elif name in WHOLE_FILES:
-            item.add_marker(pytest.mark.xdist_group(name.removesuffix(".py")))
+def xdist_group_of(nodeid: str) -> str | None:
+    file = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    if file in TIMING_FILES:
+        return "timing"
+    return file.removesuffix(".py") if file in WHOLE_FILES else None
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Grouped(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group_of(nodeid) or super()._split_scope(nodeid)
+
+    return Grouped(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -89,17 +100,18 @@ def shared_dir(tmp_path_factory, request):
 
 
 @pytest.fixture(scope="session")
-def grades(shared_dir):
-    """grades.grade(exercise, path, **options): the corpus graded once per run (tests/grade_store.py)."""
+def corpus_grades(shared_dir):
+    """corpus_grades.grade(exercise, path, **options): the corpus graded once per run (tests/grade_store.py)."""
     from grade_store import GradeStore, set_shared
 
     store = GradeStore(shared_dir / "grades")
     set_shared(store)
-    return store
+    yield store
+    store.close()
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _shared_grades(grades):
+def _shared_grades(corpus_grades):
     """grade_store.shared() works in every test."""
 
 

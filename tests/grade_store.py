@@ -13,6 +13,8 @@ import hashlib
 import json
 import os
 import pickle
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 from filelock import FileLock
@@ -38,16 +40,38 @@ def grade_key(exercise: str, path: Path, options: dict) -> str:
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
 
 
+def _grade_apart(test_id: str, exercise: str, path: str, options: dict) -> Grade:
+    from grader.grading import grade
+
+    os.environ["GRADER_TEST_ID"] = test_id  # the suite's map names the test that asked first
+    return grade(exercise, Path(path), **options)
+
+
 class GradeStore:
+    """Grades are made in a grading process of the store's own (one per xdist worker), as
+    `grader mutants verify` makes them: never in the test process, whose other tests may have
+    changed what the grader's own process holds (modules, torch's settings)."""
+
     def __init__(self, root: Path):
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
+        self._pool: ProcessPoolExecutor | None = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def _graded_apart(self, exercise: str, path: Path, options: dict) -> Grade:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+        test_id = os.environ.get("GRADER_TEST_ID", "")
+        return self._pool.submit(_grade_apart, test_id, exercise, str(path), options).result()
 
     def grade(self, exercise: str, path: Path, **options) -> Grade:
         """The grade of `path` as grader.grading.grade makes it, made once per run: a fresh copy
         for each caller, so that no test sees what another changed."""
         from grader.exercises import load_exercise
-        from grader.grading import grade
 
         options = {"student": None, "name_bugs": True, "max_failures": None, **options}  # grade()'s defaults
         student = options["student"]
@@ -55,7 +79,8 @@ class GradeStore:
             # a code grade is the same for every learner (grade() only writes the name on it)
             made = self.grade(exercise, path, **{**options, "student": None})
             return made.model_copy(update={"student": student})
-        return self._once(grade_key(exercise, Path(path), options), lambda: grade(exercise, Path(path), **options))
+        key = grade_key(exercise, Path(path), options)
+        return self._once(key, lambda: self._graded_apart(exercise, Path(path), options))
 
     def cli_json(self, exercise: str, path: Path) -> tuple[int, dict]:
         """`grader grade EXERCISE PATH --format json`, run once per run: (exit code, the JSON)."""

@@ -18,8 +18,8 @@ AUTO_BUDGET = 30  # per exercise: with the hand-written cases, all four within 1
 
 
 @pytest.mark.parametrize("exercise", CODE_EXERCISES)
-def test_exercise_check_is_green(exercise, grades):
-    summary = check_exercise(exercise, budget=AUTO_BUDGET, grade_with=grades.grade)
+def test_exercise_check_is_green(exercise, corpus_grades):
+    summary = check_exercise(exercise, budget=AUTO_BUDGET, grade_with=corpus_grades.grade)
     rows = json.loads(summary.model_dump_json())["rows"]
     red = [r for r in rows if not r["ok"]]
     assert summary.ok and not red, red

@@ -17,8 +17,8 @@ CODE_EXERCISES = [
 
 
 @pytest.mark.parametrize("exercise", CODE_EXERCISES)
-def test_solution_passes_at_full_marks(exercise, grades):
-    code, grade = grades.cli_json(exercise, EXERCISES / exercise / "solution")
+def test_solution_passes_at_full_marks(exercise, corpus_grades):
+    code, grade = corpus_grades.cli_json(exercise, EXERCISES / exercise / "solution")
     failing = [(c["id"], c["message"]) for c in grade["checks"] if not c["passed"]]
     assert failing == [], failing
     assert code == 0 and grade["passed"] is True and grade["error"] is None
@@ -35,17 +35,17 @@ def test_starter_scores_zero_without_a_grader_traceback(exercise, tmp_path):
     assert not any("internal grader error" in c["message"] for c in grade["checks"])
 
 
-def test_json_has_the_fields_of_spec(grades):
-    _, grade = grades.cli_json("day45-attention", EXERCISES / "day45-attention" / "solution")
+def test_json_has_the_fields_of_spec(corpus_grades):
+    _, grade = corpus_grades.cli_json("day45-attention", EXERCISES / "day45-attention" / "solution")
     for field in ("exercise", "passed", "score", "max_score", "checks", "symptoms", "diagnosis", "error"):
         assert field in grade
     for field in ("id", "passed", "points", "max_points", "rule", "day", "message", "symptoms"):
         assert field in grade["checks"][0]
 
 
-def test_points_in_metadata_equal_the_sum_of_checks(grades):
+def test_points_in_metadata_equal_the_sum_of_checks(corpus_grades):
     for exercise in CODE_EXERCISES:
-        _, grade = grades.cli_json(exercise, EXERCISES / exercise / "solution")
+        _, grade = corpus_grades.cli_json(exercise, EXERCISES / exercise / "solution")
         assert sum(c["max_points"] for c in grade["checks"]) == grade["max_score"], exercise
 
 

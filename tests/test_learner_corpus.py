@@ -20,13 +20,13 @@ MISLEADING_BEFORE = [
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, grades):
+def graded(tmp_path_factory, corpus_grades):
     """mutant id -> (mutant, its grade as JSON); each graded once for the whole run."""
     out = {}
     for exercise, mutant_id in MISLEADING_BEFORE:
         mutant = next(m for m in load_mutants() if m.id == mutant_id)
         path = apply_mutant(mutant, exercise, tmp_path_factory.mktemp(mutant_id) / "submission")
-        out[mutant_id] = (mutant, grades.cli_json(exercise, path)[1])
+        out[mutant_id] = (mutant, corpus_grades.cli_json(exercise, path)[1])
     return out
 
 

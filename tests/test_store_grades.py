@@ -41,10 +41,10 @@ def recorder(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def real_grades(tmp_path_factory, grades) -> list[tuple[str, Grade]]:
+def real_grades(tmp_path_factory, corpus_grades) -> list[tuple[str, Grade]]:
     """Every case `grader mutants verify` grades (from the run's grade store), and each quiz's key
     and starter."""
-    verdicts = verify(cases(), grade_with=grades.grade)
+    verdicts = verify(cases(), grade_with=corpus_grades.grade)
     out = [(f"{v.case.kind} {v.case.exercise} {v.case.name}", v.grade) for v in verdicts]
     for ex in all_exercises():
         if ex.kind != "quiz":
