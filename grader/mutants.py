@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -241,6 +242,7 @@ def verify(selected: list[Case], workers: int = 2, progress=None, grade_with=Non
     """Grade every case, `workers` at a time in fresh processes (pytest is not thread-safe); with
     grade_with (see grade_case), one at a time in this process, each graded by it."""
     verdicts = []
+    graded: Iterator[Verdict]
     with contextlib.ExitStack() as stack:
         if grade_with is not None:
             graded = (grade_case(case, grade_with) for case in selected)
