@@ -13,7 +13,7 @@ demo: setup
 	@echo "class report: demo/out/class.html   gradebook: demo/gradebook.db"
 
 # The whole suite on both cores (tests/README.md: its 30-minute budget, how to measure it), then
-# the lint: its findings never hide a test result. loadgroup keeps each xdist_group on one worker.
+# the lint: its findings never hide a test result. loadgroup: conftest.py's groups stay on one worker.
 test: setup
 	@start=$$(date +%s); status=0; \
 	.venv/bin/python -m pytest -q -n 2 --dist loadgroup --durations=25 || status=$$?; \

@@ -40,11 +40,13 @@ def grade(
     many failed checks (a verdict only: the checks not run are missing from the Grade)."""
     exercise = load_exercise(exercise) if isinstance(exercise, str) else exercise
     started = time.monotonic()
+    digest = "invalid"
     try:
         submitted = read_submission(exercise, Path(path))
     except InvalidSubmission as exc:
         result = failed_grade(exercise, "invalid-submission", message_of(exc))
     else:
+        digest = submitted.digest
         if exercise.kind == "quiz":
             result = grade_quiz(exercise, submitted, student)
         else:
@@ -59,17 +61,13 @@ def grade(
         }
     )
     if os.environ.get("GRADER_GRADE_LOG"):
-        log_grade(os.environ["GRADER_GRADE_LOG"], exercise, Path(path), graded, name_bugs, max_failures)
+        log_grade(os.environ["GRADER_GRADE_LOG"], exercise, digest, graded, name_bugs, max_failures)
     return graded
 
 
-def log_grade(log: str, exercise: Exercise, path: Path, graded: Grade, name_bugs, max_failures) -> None:
+def log_grade(log: str, exercise: Exercise, digest: str, graded: Grade, name_bugs, max_failures) -> None:
     """One line per grade for the test suite's map (tests/README.md): which test graded what,
     keyed as a repeat would be (exercise, its files' digest, the options), and what it cost."""
-    try:
-        digest = read_submission(exercise, path).digest
-    except InvalidSubmission:
-        digest = "invalid"
     line = {
         # the suite's conftest names the test (an in-process grade's own pytest run has cleared
         # PYTEST_CURRENT_TEST by now)

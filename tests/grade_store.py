@@ -103,7 +103,7 @@ _store: GradeStore | None = None
 
 def shared() -> GradeStore:
     """This run's store, for helpers that are not fixtures (a module's cached real grades)."""
-    assert _store is not None, "the `grades` fixture (conftest.py) sets the store up"
+    assert _store is not None, "the `corpus_grades` fixture (conftest.py) sets the store up"
     return _store
 
 
