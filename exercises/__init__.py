@@ -1,8 +1,13 @@
-"""Exercise folders: each holds exercise.toml, starter/, solution/ and hidden/ tests (data, not code).
+"""Where the course's exercises are: a folder of exercise folders, each with exercise.toml,
+starter/, solution/ and hidden/ tests (data, not code).
 
-GRADER_EXERCISES_DIR, when set, points the grader at another folder of exercise folders (a course's
-own edition, or a copy under test); it is read once, when this package is first imported.
+GRADER_EXERCISES_DIR, when set, is that folder (a course's private edition, or a copy under test);
+otherwise it is this package's own folder, which holds them in a checkout of the grader's
+repository. No wheel carries them: the grading distribution ships this file alone (so an install
+from a wheel grades what GRADER_EXERCISES_DIR names), and the student client not even this.
+Read once, when this package is first imported.
 """
+
 import os
 from pathlib import Path
 

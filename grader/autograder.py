@@ -11,19 +11,22 @@ what run_autograder prints (results/stdout) for instructors only.
 The zip (`members`) holds:
 - setup.sh: a venv at /autograder/venv from a Python >= 3.11 (apt's python3.11 where the image has
   none), the pinned requirements (requirements.txt: `torch==2.13.0` and the versions the building
-  machine grades with, of what grading imports), then the bundled source, `pip install --no-deps`;
-  bubblewrap from apt when it is missing (the jail falls back to a plain process without it).
-- run_autograder: `python -m grader.autograder`, which always leaves a valid results.json: a
-  submission that cannot be read is a grade of 0 saying why, a failure of the grader itself a
-  results.json of score 0 saying so; and when even Python cannot start, run_autograder copies
-  failed-results.json (rendered at build time) into place.
+  machine grades with, of what grading imports), then the bundled source's two distributions (the
+  client, client/, and the grading side), `pip install --no-deps`; bubblewrap from apt when it is
+  missing (the jail falls back to a plain process without it).
+- run_autograder: `python -m grader.autograder`, GRADER_EXERCISES_DIR and GRADER_MUTANTS_DIR naming
+  the bundled exercises/ and mutants/ (no wheel carries them). It always leaves a valid
+  results.json: a submission that cannot be read is a grade of 0 saying why, a failure of the
+  grader itself a results.json of score 0 saying so; and when even Python cannot start,
+  run_autograder copies failed-results.json (rendered at build time) into place.
 - autograder.json (`AutograderConfig`): the exercise, the report's language and each check's
   Gradescope visibility, from the course.toml given to the build (grader/service/policy.py's
   GRADESCOPE_VISIBILITY: after_due -> after_due_date, after_release -> after_published, hidden ->
   hidden).
-- the grader's source (grader/, reports/, reference_model/, pyproject.toml) and, of exercises/ and
-  mutants/, only this exercise: its own folder (hidden tests, solution, key, starter) and the
-  shared mutants that edit it (they name its bugs); never another exercise's files.
+- the grader's source (grader/, reports/, reference_model/, pyproject.toml, and client/'s
+  pyproject.toml and hatch_build.py) and, of exercises/ and mutants/, only this exercise: its own
+  folder (hidden tests, solution, key, starter) and the shared mutants that edit it (they name its
+  bugs); never another exercise's files.
 
 GRADER_AUTOGRADER_ROOT (default /autograder) moves the root, so tests run it in a scratch folder
 laid out as Gradescope's; GRADER_PYTHON names the Python setup.sh makes the venv from (else the
@@ -60,9 +63,10 @@ FALLBACK = "failed-results.json"
 REQUIREMENTS = "requirements.txt"
 PROJECT = Path(__file__).resolve().parents[1]  # the checkout the zip's source comes from
 SOURCE_PACKAGES = ("grader", "reports", "reference_model")  # whole; exercises/ and mutants/ in part
+CLIENT_BUILD = ("client/pyproject.toml", "client/hatch_build.py")  # the student distribution's build
 SKIPPED = re.compile(r"(^|/)(__pycache__|\.[^/]*)(/|$)|\.(pyc|db)$")
 # What grading imports (grader.grading, the jail, reports.gradescope), pinned with all they
-# require: not the server, gradebook or batch distributions of the [grading] extra
+# require: not the server, gradebook or batch dependencies of the grading distribution
 GRADING_DISTRIBUTIONS = (
     "torch",
     "numpy",
@@ -77,7 +81,7 @@ GRADING_DISTRIBUTIONS = (
     "einops",
     "jaxtyping",
 )
-TORCH = "torch==2.13.0"  # as pyproject's [grading]: a grader must be reproducible
+TORCH = "torch==2.13.0"  # as pyproject.toml pins it: a grader must be reproducible
 EXECUTABLE, REGULAR = 0o100755, 0o100644
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the same sources make the same zip
 
@@ -142,7 +146,7 @@ fi
 "$PYTHON" -m venv "$ROOT/venv"
 PIP=("$ROOT/venv/bin/python" -m pip --disable-pip-version-check)
 "${PIP[@]}" install -r "$SOURCE/requirements.txt"
-"${PIP[@]}" install --no-deps "$SOURCE"
+"${PIP[@]}" install --no-deps "$SOURCE/client" "$SOURCE"
 "$ROOT/venv/bin/python" -c 'import grader.grading, torch; print("setup.sh: ready; torch", torch.__version__)'
 """
 
@@ -152,7 +156,8 @@ ROOT="${GRADER_AUTOGRADER_ROOT:-/autograder}"
 mkdir -p "$ROOT/results"
 rm -f "$ROOT/results/results.json"
 cd "$ROOT" || exit 1
-GRADER_AUTOGRADER_ROOT="$ROOT" "$ROOT/venv/bin/python" -m grader.autograder
+GRADER_AUTOGRADER_ROOT="$ROOT" GRADER_EXERCISES_DIR="$ROOT/source/exercises" \
+    GRADER_MUTANTS_DIR="$ROOT/source/mutants" "$ROOT/venv/bin/python" -m grader.autograder
 status=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
     echo "run_autograder: the grader exited with $status and wrote no results.json" >&2
@@ -273,6 +278,7 @@ def members(config: AutograderConfig, requirements: str, failed_results: str) ->
         Member(FALLBACK, failed_results.encode()),
         Member(REQUIREMENTS, requirements.encode()),
         Member("pyproject.toml", (PROJECT / "pyproject.toml").read_bytes()),
+        *(Member(name, (PROJECT / name).read_bytes()) for name in CLIENT_BUILD),
     ]
     for package in SOURCE_PACKAGES:
         out += _tree(PROJECT / package, package)

@@ -23,12 +23,15 @@ fi
 
 PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+stamp=.venv/.installed-$(cat pyproject.toml client/pyproject.toml client/hatch_build.py | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
     .venv/bin/pip install -q --upgrade pip
     # torch first, pinned, so nothing else can pull a different (CUDA) build
     .venv/bin/pip install -q "torch==2.13.0"
-    # the grading install (every extra the server, the batch and the tests need), editable
-    .venv/bin/pip install -q -e ".[grading,test]"
+    # both distributions, editable: the student client (client/) and the grading one that requires
+    # it (this folder), with the tests' extra; one command, so the client comes from here, not PyPI.
+    # The setuptools install of before left an egg-info here, now on sys.path: a stale second client
+    rm -rf gpt_bughunt_grader.egg-info
+    .venv/bin/pip install -q -e ./client -e ".[test]"
     touch "$stamp"
 fi

@@ -1,15 +1,17 @@
-"""The student install, for real: a fresh venv (no system site-packages) and `pip install .` with no
-extra, from PyPI. It must give the student commands and nothing that grades: no torch, no numpy.
+"""The student install, for real: a fresh venv (no system site-packages) and `pip install` of the
+student's wheel (client/pyproject.toml, `gpt-bughunt-grader`, as built by conftest.py's
+`distribution_wheels`), its requirements from PyPI. It must give the student commands and nothing
+that grades: no torch, no numpy, no exercise folder (a local `starter` says which install it needs).
 
 Slow (a minute or so: pip downloads click, httpx and pydantic), so it can be skipped on a
 developer's machine with GRADER_SKIP_INSTALL_TEST=1; in CI (CI=true) it always runs.
-`student_venv(target)` is also what an end-to-end test uses to run this install against a server.
+`student_venv(target, wheel)` is also what an end-to-end test uses to run this install against a
+server.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +20,7 @@ import pytest
 from client_stub import TOKEN, Stub
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("grader", "reports", "reference_model", "exercises", "mutants")  # [tool.setuptools] include
+GRADING_HINT = "this command needs the grading install: pip install gpt-bughunt-grader-server"
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("GRADER_SKIP_INSTALL_TEST") == "1" and os.environ.get("CI") != "true",
@@ -26,14 +28,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def student_venv(target: Path) -> Path:
-    """A fresh venv at `target` with `pip install .` (no extra) of this checkout; its bin folder.
-    The sources are copied first, so the build leaves nothing (build/, *.egg-info) in the checkout."""
-    source = target / "source"
-    source.mkdir(parents=True)
-    shutil.copy2(ROOT / "pyproject.toml", source)
-    for name in PACKAGES:
-        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.db"))
+def student_venv(target: Path, wheel: Path) -> Path:
+    """A fresh venv at `target` with `pip install WHEEL` (the student's); its bin folder."""
     venv = target / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = subprocess.run(
@@ -44,7 +40,7 @@ def student_venv(target: Path) -> Path:
             "install",
             "-q",
             "--disable-pip-version-check",
-            str(source),
+            str(wheel),
         ],
         capture_output=True,
         text=True,
@@ -76,17 +72,21 @@ def test_the_student_install_has_the_client_and_nothing_that_grades(venv_bin, tm
         result = run(venv_bin, command, "--help")
         assert result.returncode == 0, (command, result.stderr)
         assert "Usage: grader " + command in result.stdout
-    for module in ("torch", "numpy", "sqlalchemy", "jinja2", "fastapi"):
-        probe = subprocess.run(
-            [str(venv_bin / "python"), "-c", f"import {module}"], capture_output=True, timeout=60
-        )
+    # nothing that grades, and none of the course (cwd: not the checkout, whose packages `-c` would see)
+    python = str(venv_bin / "python")
+    for module in ("torch", "numpy", "sqlalchemy", "jinja2", "fastapi", "grader.grading", "exercises",
+                   "mutants", "reference_model"):  # fmt: skip
+        probe = subprocess.run([python, "-c", f"import {module}"], capture_output=True, timeout=60,
+                               cwd=venv_bin)  # fmt: skip
         assert probe.returncode != 0, f"{module} is installed by the student install"
-    result = run(venv_bin, "grade", "day49-data", str(tmp_path))
-    assert result.returncode == 2, result.stderr
-    assert (
-        "this command needs the grading install: pip install 'gpt-bughunt-grader[grading]'" in result.stderr
-    )
-    assert "Traceback" not in result.stderr
+    for args in (["grade", "day49-data", str(tmp_path)], ["starter", "day49-data", str(tmp_path / "s")]):
+        result = run(venv_bin, *args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert GRADING_HINT in result.stderr
+        assert "Traceback" not in result.stderr
+    assert not (tmp_path / "s").exists()
+    result = run(venv_bin, "course", "--help")  # the instructor's light client is there too
+    assert result.returncode == 0 and "Usage: grader course" in result.stdout, result.stderr
 
 
 def test_the_student_install_submits_to_a_server(venv_bin, tmp_path):

@@ -5,8 +5,8 @@ One module per command group, each importing only grader.cli.common (exit codes,
 COMMANDS, in one place, and its module is imported only when that command is asked for:
 `grader submit` on the student install loads grader/cli/client.py and nothing that grades, and
 `grader --help` imports each module's light top (their heavy imports are inside the commands).
-On a client-only install a grading command says which install it needs (exit 2) instead of a
-ModuleNotFoundError traceback.
+On the student's install (the `gpt-bughunt-grader` distribution alone, client/pyproject.toml) a
+grading command says which install it needs (exit 2) instead of a ModuleNotFoundError traceback.
 
 Exit codes: 0 passed or done; 1 graded but failing, or done with grader-side failures; 2 usage or
 input error (`error: ...` on stderr, also for a GraderError a command lets through, with that
@@ -47,7 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "course": ("grader.cli.course", "course"),  # the instructor's client: light, not in GRADING_COMMANDS
 }
 
-# The commands that grade, or open a gradebook: only the `[grading]` install has what they import.
+# The commands that grade, or open a gradebook: only the grading install has what they import.
 GRADING_COMMANDS = frozenset(
     {
         "grade",
@@ -63,8 +63,10 @@ GRADING_COMMANDS = frozenset(
     }
 )
 
-# The import names of the `[grading]` extra's distributions (pyproject.toml; tests/test_client.py
-# holds the two equal): a grading command first checks that they are all there ...
+# The grading install is the `gpt-bughunt-grader-server` distribution (pyproject.toml), on top of
+# the student's `gpt-bughunt-grader` (client/pyproject.toml). The import names of its requirements
+# (tests/test_client.py holds the two equal): a grading command first checks that they are all
+# there ...
 GRADING_IMPORTS = (
     "torch",
     "numpy",
@@ -91,26 +93,36 @@ GRADING_IMPORTS = (
 GRADING_MODULES = frozenset(
     {*GRADING_IMPORTS, "markupsafe", "_pytest", "pluggy", "dask", "starlette", "pygments"}
 )
+# Of the grader's own modules the student's wheel has the client's alone; this one, that grades, is
+# the grading distribution's: its absence is that install's.
+GRADING_PROBE = "grader.grading"
 
 
 def grading_installed() -> bool:
     try:
-        return all(importlib.util.find_spec(name) is not None for name in GRADING_IMPORTS)
+        return all(importlib.util.find_spec(name) is not None for name in (*GRADING_IMPORTS, GRADING_PROBE))
     except ImportError:  # a finder that refuses the name outright
         return False
 
 
 def needs_grading_install(exc: BaseException) -> bool:
-    return isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in GRADING_MODULES
+    if not isinstance(exc, ModuleNotFoundError):
+        return False
+    top = (exc.name or "").split(".")[0]
+    if top in GRADING_MODULES:
+        return True
+    # a module of ours the student's wheel leaves out (`starter` without --server reads the
+    # exercises); with the grading distribution there, a missing module of ours is a bug to show
+    return top in ("grader", "reports") and importlib.util.find_spec(GRADING_PROBE) is None
 
 
 def grading_install_error():
-    """Exit 2: the command needs what only `pip install 'gpt-bughunt-grader[grading]'` installs."""
+    """Exit 2: the command needs what only `pip install gpt-bughunt-grader-server` installs."""
     from grader.client.show import say
 
     usage_error(
         say(
-            msg("this command needs the grading install: pip install 'gpt-bughunt-grader[grading]'"),
+            msg("this command needs the grading install: pip install gpt-bughunt-grader-server"),
             lang_from_env(),
         )
     )
@@ -155,7 +167,7 @@ def _needs_grading(name: str) -> click.Command:
     return click.Command(
         name,
         callback=grading_install_error,
-        help="(needs the grading install: pip install 'gpt-bughunt-grader[grading]')",
+        help="(needs the grading install: pip install gpt-bughunt-grader-server)",
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     )
 
