@@ -185,16 +185,20 @@ def _init_local_worker(threads: int, warm: str = "full", share_cpu: bool = False
 # -- executors ---------------------------------------------------------------------------------
 
 
-def local_pool(workers: int, warm: str = "full") -> concurrent.futures.ProcessPoolExecutor:
-    """`workers` spawned grading processes (grade_task), sharing this machine's CPUs: the pool of
-    `grader batch` and the one a grading server keeps warm for its whole life."""
+def local_pool(
+    workers: int, warm: str = "full", sharing: int | None = None
+) -> concurrent.futures.ProcessPoolExecutor:
+    """`workers` spawned grading processes (grade_task), sharing this machine's CPUs with
+    `sharing` grading processes in all (default: these): the pool of `grader batch`, and each
+    of the one-process pools a grading server keeps warm for its whole life."""
     from multiprocessing import get_context
 
+    processes = max(workers, sharing or workers)
     return concurrent.futures.ProcessPoolExecutor(
         max_workers=workers,
         mp_context=get_context("spawn"),
         initializer=_init_local_worker,
-        initargs=(max(1, (os.cpu_count() or 1) // workers), warm, workers == 1),
+        initargs=(max(1, (os.cpu_count() or 1) // processes), warm, processes == 1),
     )
 
 

@@ -3,11 +3,14 @@
 A queue and an executor that stand in for the gradebook's Queue and the worker pool let each
 test decide what comes back and when: a grade, a grader failure, a refusing jail, a dead worker
 (BrokenProcessPool), a lease lost to another server. No thread, no clock: `step()` is called by
-hand, so nothing here depends on timing. The real pool, queue and kill -9 are tests/test_service.py.
+hand, so nothing here depends on timing. The real pool, queue and kill -9 are tests/test_service.py
+and tests/test_server_fairness.py; the fair share itself is the queue's (tests/test_queue.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -16,7 +19,7 @@ import pytest
 
 from grader.batch import failed
 from grader.exercises import load_exercise
-from grader.service.dispatch import Dispatcher
+from grader.service.dispatch import Dispatcher, WarmPool
 
 QUIZ = "day45-quiz"
 
@@ -47,12 +50,14 @@ class FakeQueue:
         self.lost: set[int] = set()
         self.heartbeats: list[list[int]] = []
         self.expired = 0
+        self.leases: list[tuple[int, int | None]] = []  # (limit, start) of every lease()
 
     def expire(self):
         self.expired += 1
         return 0
 
-    def lease(self, limit=1):
+    def lease(self, limit=1, start=None):
+        self.leases.append((limit, start))
         taken, self.queued = self.queued[:limit], self.queued[limit:]
         return taken
 
@@ -74,27 +79,30 @@ class FakeQueue:
 
 
 class FakeExecutor:
-    """Futures the test completes by hand; `generation` as a real pool's, bumped by renew()."""
+    """Futures the test completes by hand, at most `slots` running; renew(future) records whose
+    worker was replaced (WarmPool's own slots: test_warm_pool_*)."""
 
     def __init__(self, slots: int = 2):
         self.slots = slots
-        self.generation = 0
-        self.renewed = 0
-        self.submitted: dict[int, Future] = {}  # job id -> its future
+        self.renewed: list[int] = []  # the jobs whose worker was replaced, in order
+        self.submitted: dict[int, Future] = {}  # job id -> its latest future
+        self.gradings: list[tuple[int, Future]] = []  # every (job id, future), in order
         self.closed = False
 
     def describe(self):
         return "fake executor"
 
     def submit(self, task):
+        assert sum(not f.done() for f in self.submitted.values()) < self.slots, "a grading waits for a slot"
         f: Future = Future()
         f.set_running_or_notify_cancel()
         self.submitted[task["job_id"]] = f
+        self.gradings.append((task["job_id"], f))
         return f
 
-    def renew(self):
-        self.generation += 1
-        self.renewed += 1
+    def renew(self, future):
+        (job,) = [j for j, f in self.gradings if f is future]
+        self.renewed.append(job)
 
     def close(self):
         self.closed = True
@@ -149,18 +157,18 @@ def test_without_prefetch_only_the_free_slots_are_leased(setup):
     assert [j.job_id for j in queue.queued] == [3]
 
 
-def test_a_job_held_ahead_is_never_failed_with_a_pool_that_breaks(setup):
+def test_a_job_held_ahead_is_never_failed_with_a_worker_that_dies(setup):
     """A job waiting in the pool's own queue would fail with the pool and spend an attempt it never
-    ran; held in the dispatcher, it goes to the fresh pool with its attempt untouched."""
+    ran; held in the dispatcher, it goes to the fresh worker with its attempt untouched."""
     queue, executor, d = setup(n=4, slots=2)
     d.step()
     for job in (1, 2):
         executor.submitted[job].set_exception(BrokenProcessPool("a worker died"))
-    assert sorted(executor.submitted) == [1, 2], "a broken pool's callback hands it nothing"
+    assert sorted(executor.submitted) == [1, 2], "a dead worker's callback hands it nothing"
     d.step()
-    assert sorted(j for j, _ in queue.failed) == [1, 2]
+    assert sorted(j for j, _ in queue.failed) == [1, 2] and sorted(executor.renewed) == [1, 2]
     assert sorted(executor.submitted) == [1, 2, 3, 4]
-    assert {d.running[j].generation for j in (3, 4)} == {executor.generation} == {1}
+    assert [d.running[j].lease.attempt for j in (3, 4)] == [1, 1]
 
 
 def test_jobs_held_ahead_are_heartbeated_and_dropped_when_their_lease_is_lost(setup):
@@ -185,33 +193,64 @@ def test_a_grader_error_is_a_failed_attempt_never_a_grade(setup):
     assert queue.failed and queue.failed[0][0] == 1 and "the grader broke" in queue.failed[0][1]
 
 
-def test_a_dead_worker_fails_only_the_leases_its_pool_held_and_a_fresh_pool_is_made(setup):
+def test_a_dead_worker_fails_only_the_job_it_was_grading_and_is_replaced(setup, caplog):
+    """Issue 28: a worker killed under one learner's upload failed the other learner's upload
+    grading beside it, every time, until it was a dead letter. Now the other grading goes on."""
     queue, executor, d = setup(n=4, slots=2)
     d.step()
     assert sorted(executor.submitted) == [1, 2]
-    for job in (1, 2):  # a worker killed: the pool fails every future it held
-        executor.submitted[job].set_exception(BrokenProcessPool("a worker died"))
-    d.step()
-    assert sorted(j for j, _ in queue.failed) == [1, 2]
-    assert "BrokenProcessPool" in queue.failed[0][1]
-    assert executor.renewed == 1, "one broken pool, one fresh pool"
-    assert sorted(executor.submitted) == [1, 2, 3, 4], "the next jobs go to the fresh pool"
-    for job in (3, 4):
+    executor.submitted[1].set_exception(BrokenProcessPool("a worker died"))  # job 2's worker lives
+    with caplog.at_level("WARNING", logger="grader.service"):
+        d.step()
+    assert [j for j, _ in queue.failed] == [1] and "BrokenProcessPool" in queue.failed[0][1]
+    assert any("a worker process died" in r.getMessage() for r in caplog.records)
+    assert executor.renewed == [1], "the dead worker's slot alone is replaced"
+    assert not d.running[2].future.done() and not d.running[2].lost, "job 2 grades on, untouched"
+    assert sorted(executor.submitted) == [1, 2, 3], "the next job goes to the fresh worker"
+    for job in (2, 3):
         executor.submitted[job].set_result(graded_result())
     d.step()
-    assert sorted(queue.completed) == [(3, "graded"), (4, "graded")]
-    assert sorted(j for j, _ in queue.failed) == [1, 2], "jobs of the fresh pool are not failed"
+    assert sorted(queue.completed) == [(2, "graded"), (3, "graded")]
+    assert [j for j, _ in queue.failed] == [1], "job 2 was charged nothing"
 
 
-def test_a_late_broken_future_of_an_old_pool_does_not_renew_the_new_one(setup):
-    queue, executor, d = setup(n=3, slots=2)
+def test_a_worker_killed_three_times_under_one_job_charges_that_job_alone(setup):
+    queue, executor, d = setup(n=2, slots=2)
+    charged = []
+
+    def fail(lease, message):  # the queue's: queued again with one more attempt, dead at the third
+        charged.append((lease.job_id, lease.attempt))
+        if lease.attempt == 3:
+            return "dead"
+        queue.queued.insert(0, dataclasses.replace(lease, attempt=lease.attempt + 1))
+        return "queued"
+
+    queue.fail = fail
     d.step()
-    executor.submitted[1].set_exception(BrokenProcessPool("a worker died"))
+    for _ in range(3):
+        executor.submitted[1].set_exception(BrokenProcessPool("kill -9"))
+        d.step()
+    assert charged == [(1, 1), (1, 2), (1, 3)] and executor.renewed == [1, 1, 1]
+    assert 1 not in d.running and not d.running[2].future.done(), "job 2 graded on through all three"
+    executor.submitted[2].set_result(graded_result())
     d.step()
-    assert executor.renewed == 1
-    executor.submitted[2].set_exception(BrokenProcessPool("the same dead pool"))
+    assert queue.completed == [(2, "graded")] and d.running == {}
+
+
+def test_a_lease_may_take_a_second_job_of_a_learner_only_for_a_worker_free_now(setup):
+    """The queue's fair share (tests/test_queue.py) holds ahead only learners' first jobs: the
+    dispatcher tells it how many of its leases start at once."""
+    queue, executor, d = setup(n=6, slots=2)
     d.step()
-    assert executor.renewed == 1 and sorted(j for j, _ in queue.failed) == [1, 2]
+    assert queue.leases == [(4, 2)], "two workers free, one job ahead for each"
+    executor.submitted[1].set_result(graded_result())  # job 3, held ahead, starts in the callback
+    d.step()
+    assert queue.leases[-1] == (1, 0), "both workers busy, job 4 held: one more ahead, a first job"
+    d.prefetch = 0
+    for job in (2, 3, 4):  # jobs 4 and 5, held, start meanwhile
+        executor.submitted[job].set_result(graded_result())
+    d.step()
+    assert queue.leases[-1] == (1, 1), "one worker free, nothing held: its lease may be anyone's"
 
 
 def test_a_lost_lease_is_cancelled_and_its_late_result_dropped(setup):
@@ -265,7 +304,7 @@ def test_a_record_that_fails_leaves_the_lease_to_expire_and_goes_on(setup):
     assert d.running == {}
 
 
-def test_a_stuck_grading_is_failed_and_its_pool_replaced_so_the_queue_goes_on(setup):
+def test_a_stuck_grading_is_failed_and_its_worker_replaced_so_the_queue_goes_on(setup):
     queue, executor, d = setup(n=3, slots=2)
     d.step()
     assert sorted(executor.submitted) == [1, 2]
@@ -273,14 +312,15 @@ def test_a_stuck_grading_is_failed_and_its_pool_replaced_so_the_queue_goes_on(se
     d.running[2].started += 10**6  # ... but job 2's, which has only just started
     d.watch()
     assert [j for j, _ in queue.failed] == [1] and "did not finish" in queue.failed[0][1]
-    assert executor.renewed == 1 and d.running[1].lost
-    executor.submitted[1].set_exception(BrokenProcessPool("its pool was stopped"))
-    executor.submitted[2].set_exception(BrokenProcessPool("its pool was stopped"))
+    assert executor.renewed == [1] and d.running[1].lost
+    executor.submitted[1].set_exception(BrokenProcessPool("its worker was stopped"))
     d.stuck = lambda exercise: 10**9
     d.step()
-    assert [j for j, _ in queue.failed] == [1, 2], "the stuck one once; the other one of its pool"
-    assert executor.renewed == 1, "the old pool's futures do not renew the new one"
-    assert 3 in executor.submitted, "the queue goes on on the fresh pool"
+    assert [j for j, _ in queue.failed] == [1], "the stuck one, once"
+    assert 3 in executor.submitted, "the queue goes on on the fresh worker"
+    executor.submitted[2].set_result(graded_result())
+    d.step()
+    assert queue.completed == [(2, "graded")], "the other worker's grading went on"
 
 
 def test_stop_closes_the_executor(setup):
@@ -307,3 +347,73 @@ def test_every_recorded_outcome_wakes_the_requests_waiting_for_its_upload(setup)
     d.step()
     assert sorted(recorded) == [101, 102], "a lost lease's dropped result is not news"
 
+
+
+# -- WarmPool's slots: one process pool per worker ---------------------------------------------------
+
+
+class FakeProcessPool:
+    """A one-process pool that never starts a process: submit() records, `broken` refuses."""
+
+    made = 0
+
+    def __init__(self):
+        FakeProcessPool.made += 1
+        self.tasks: list = []
+        self.broken = False
+        self.shut = False
+
+    def submit(self, fn, *args):
+        if self.broken:
+            raise BrokenProcessPool("its process died")
+        f: Future = Future()
+        if fn is os.getpid:  # the warm-up task
+            f.set_result(0)
+        else:
+            self.tasks.append(args)
+        return f
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        self.shut = True
+
+
+@pytest.fixture
+def warm_pool(monkeypatch):
+    FakeProcessPool.made = 0
+    monkeypatch.setattr(WarmPool, "_make", lambda self: FakeProcessPool())
+    return WarmPool(2)
+
+
+def test_warm_pool_grades_each_job_on_a_slot_of_its_own(warm_pool):
+    first, second = warm_pool.submit({"job_id": 1}), warm_pool.submit({"job_id": 2})
+    pools = warm_pool._pools
+    assert [len(p.tasks) for p in pools] == [1, 1], "two gradings, two processes"
+    with pytest.raises(RuntimeError, match="grading"):
+        warm_pool.submit({"job_id": 3})  # never queued behind a grading, to die with its worker
+    first.set_result({})
+    warm_pool.submit({"job_id": 3})
+    assert [len(p.tasks) for p in pools] == [2, 1], "the slot that finished takes the next"
+    assert not second.done()
+
+
+def test_warm_pool_replaces_only_the_dead_workers_slot_and_only_once(warm_pool):
+    first, second = warm_pool.submit({"job_id": 1}), warm_pool.submit({"job_id": 2})
+    old = list(warm_pool._pools)
+    first.set_exception(BrokenProcessPool("killed"))
+    warm_pool.renew(first)
+    assert warm_pool._pools[0] is not old[0] and old[0].shut
+    assert warm_pool._pools[1] is old[1] and not old[1].shut, "the other worker grades on"
+    warm_pool.renew(first)  # asked again (a late report): the slot has moved on
+    assert FakeProcessPool.made == 3
+    third = warm_pool.submit({"job_id": 3})
+    assert len(warm_pool._pools[0].tasks) == 1 and not third.done() and not second.done()
+
+
+def test_warm_pool_heals_a_slot_whose_worker_died_before_it_was_renewed(warm_pool):
+    first = warm_pool.submit({"job_id": 1})
+    first.set_exception(BrokenProcessPool("killed"))
+    warm_pool._pools[0].broken = True  # the callback of another grading submits before collect()
+    warm_pool.submit({"job_id": 2})
+    assert FakeProcessPool.made == 3 and len(warm_pool._pools[0].tasks) == 1
+    warm_pool.renew(first)
+    assert FakeProcessPool.made == 3, "renewed once"

@@ -7,18 +7,25 @@ PREFETCH more per slot, and hand them to the executor. It wakes at once when thi
 an upload (`wake`) and polls every POLL_SECONDS for the uploads of other `grader serve` processes
 on the same gradebook.
 
+Leasing is a fair share (grader.store.queue.Queue.lease, over every server's leases in the
+gradebook): round-robin by learner, so a learner with nothing running goes before any learner's
+second job. A second job is leased only for a worker that is free now (`start`), never to be held
+ahead: the jobs held here are each the first of a learner with nothing running, so that a learner
+who queued fifty uploads that hang until the wall limit delays another learner's grade by at most
+the one grading a worker is busy with.
+
 The jobs leased ahead wait here (`ready`), not in the executor: a grading that comes back hands
 the next one to its worker at once, from the future's own callback (`_refill`), instead of the
 worker idling while this thread, which shares the web process's CPU and GIL, records the grade and
 leases again (a deadline surge drained at 62-71 % of a batch's throughput so). Held here, a job
-that has not started is never failed with a pool that breaks: a job waiting in the pool's own
+that has not started is never failed with a worker that dies: a job waiting in the pool's own
 queue would be, and would spend an attempt it never ran.
 
-The grading itself happens in worker processes, never here: a warm pool of spawned processes
-(`WarmPool`, grader.batch.local_pool: the batch's own workers, kept for the server's life) or a
-Dask cluster (`DaskExecutor`, grader.batch.DaskCluster). A worker receives plain data (the
-learner's files) and returns plain data (grader.batch.grade_task), which grader.batch._outcome
-turns into an Outcome exactly as a batch does.
+The grading itself happens in worker processes, never here: spawned processes kept warm for the
+server's life (`WarmPool`, each a one-process grader.batch.local_pool, the batch's own kind of
+worker) or a Dask cluster (`DaskExecutor`, grader.batch.DaskCluster). A worker receives plain
+data (the learner's files) and returns plain data (grader.batch.grade_task), which
+grader.batch._outcome turns into an Outcome exactly as a batch does.
 
 What comes back decides the job (grader.store.queue.Queue):
 - `graded` or `unreadable`: complete(), which writes the grade only while the lease is still ours;
@@ -28,9 +35,12 @@ What comes back decides the job (grader.store.queue.Queue):
   learner's grade (a batch records a given-up crash grade; a server must not charge the learner).
   `refused` is logged loudly and pauses leasing for a lease's length, so that a broken jail does
   not burn every queued job's attempts in a few seconds; the jobs leased ahead wait out the pause.
-- A worker killed (BrokenProcessPool) fails the leases that pool held, and only those; a fresh
-  pool is made for the next jobs. A grading stuck far past its exercise's limits (stuck_after: a
-  grader bug) is failed and its pool replaced, so no job waits behind a hung worker forever.
+- A worker that dies (BrokenProcessPool: killed, out of memory, the grader crashed) fails the one
+  job it was grading, one attempt, and a fresh process takes its place; the other workers'
+  gradings go on untouched. Each worker process is a pool of its own (`WarmPool`), so the future
+  that breaks names the job: nothing a process reports is trusted for it. A grading stuck far past
+  its exercise's limits (stuck_after: a grader bug) is failed and its worker replaced, so no job
+  waits behind a hung worker forever.
 """
 
 from __future__ import annotations
@@ -65,53 +75,80 @@ def stuck_after(exercise: Exercise) -> float:
 
 
 class Executor(Protocol):
-    """Where gradings run: `slots` at a time; `submit` returns a future of grade_task's dict."""
+    """Where gradings run: `slots` at a time; `submit` returns a future of grade_task's dict.
+    renew(future): the worker that ran that future died or hangs; replace it (once, however
+    often asked) and stop it, leaving every other grading alone."""
 
     slots: int
-    generation: int  # bumped by renew(): futures of an older generation are of a dead pool
 
     def submit(self, task: dict) -> Any: ...
-    def renew(self) -> None: ...
+    def renew(self, future: Any) -> None: ...
     def close(self) -> None: ...
     def describe(self) -> str: ...
 
 
 class WarmPool:
-    """Spawned grading processes on this machine (grader.batch.local_pool), kept warm: their
-    zygotes have imported torch before the first upload arrives."""
+    """Spawned grading processes on this machine, kept warm: their zygotes have imported torch
+    before the first upload arrives.
+
+    Each process is a pool of its own (grader.batch.local_pool of one), a slot that grades one job
+    at a time. A process pool that loses a process fails every future it holds and stops its other
+    processes; one process per pool, a worker that dies breaks only its own slot, so only the job
+    it was grading fails, and the dispatcher knows which job that was from the future alone."""
 
     def __init__(self, workers: int):
         self.slots = max(1, workers)
-        self.generation = 0
-        self.pool = self._make()
+        self._lock = threading.Lock()  # submit() runs in the dispatcher's thread and in the pools'
+        self._pools = [self._make() for _ in range(self.slots)]
+        self._grading: list[Any] = [None] * self.slots  # each slot's latest grading (a future)
 
     def _make(self):
-        """A pool whose processes start now: a spawned pool starts a worker only when a task finds
-        none idle, so each is handed a task that does nothing, and its initializer (the jail's
+        """A one-process pool whose process starts now: a spawned pool starts its worker only when
+        a task comes, so it is handed one that does nothing, and its initializer (the jail's
         zygote, torch) runs before the first upload instead of in that learner's wait."""
         from grader.batch import local_pool
 
-        pool = local_pool(self.slots, warm="full")
-        for _ in range(self.slots):
-            pool.submit(os.getpid)
+        pool = local_pool(1, warm="full", sharing=self.slots)
+        pool.submit(os.getpid)
         return pool
 
     def describe(self) -> str:
         return f"local pool of {self.slots} worker process{'es' if self.slots > 1 else ''}"
 
     def submit(self, task: dict):
+        """Grade on a slot that grades nothing now (the dispatcher never hands out more gradings
+        than slots, so a grading never waits behind another, to fail with its worker)."""
         from grader.batch import grade_task
 
-        return self.pool.submit(grade_task, task)
+        with self._lock:
+            free = [i for i, f in enumerate(self._grading) if f is None or f.done()]
+            if not free:
+                raise RuntimeError(f"all {self.slots} worker processes are grading")
+            slot = free[0]
+            try:
+                future = self._pools[slot].submit(grade_task, task)
+            except (BrokenProcessPool, RuntimeError):  # its worker died since: not yet renewed
+                self._replace(slot)
+                future = self._pools[slot].submit(grade_task, task)
+            self._grading[slot] = future
+            return future
 
-    def renew(self) -> None:
-        """A fresh pool after a worker died (a broken pool takes no more work)."""
-        old, self.pool = self.pool, self._make()
-        self.generation += 1
+    def renew(self, future) -> None:
+        """A fresh process in the slot that ran `future` (it died, or hangs: it is stopped). A slot
+        that has moved on to another grading was renewed already: left alone."""
+        with self._lock:
+            for slot, grading in enumerate(self._grading):
+                if grading is future:
+                    self._replace(slot)
+
+    def _replace(self, slot: int) -> None:
+        old, self._pools[slot] = self._pools[slot], self._make()
+        self._grading[slot] = None
         _terminate(old)
 
     def close(self) -> None:
-        _terminate(self.pool)
+        for pool in self._pools:
+            _terminate(pool)
 
 
 def _terminate(pool) -> None:
@@ -132,7 +169,6 @@ class DaskExecutor:
         from grader.batch import DaskCluster
 
         self.cluster = DaskCluster(address)
-        self.generation = 0
         try:
             workers = self.cluster.client.scheduler_info().get("workers", {})
             self.slots = max(1, sum(w.get("nthreads", 1) for w in workers.values()))
@@ -149,8 +185,8 @@ class DaskExecutor:
         key = f"grade-job-{task['job_id']}-{task['attempt']}-{self._stamp}"
         return self.cluster.client.submit(grade_task, task, pure=False, key=key)
 
-    def renew(self) -> None:
-        self.generation += 1  # Dask replaces its own dead workers
+    def renew(self, future) -> None:
+        """Nothing: Dask replaces its own dead workers, and a task fails with its worker alone."""
 
     def close(self) -> None:
         self.cluster.close(cancel=True)
@@ -160,7 +196,6 @@ class DaskExecutor:
 class Running:
     lease: Any  # grader.store.queue.Lease
     future: Any
-    generation: int
     started: float
     lost: bool = False  # the heartbeat found the lease gone: the result will be dropped
 
@@ -242,8 +277,10 @@ class Dispatcher:
             self._next_expire = now + self.heartbeat_seconds
         if now < self.paused_until:
             return
-        wanted = self.executor.slots * (1 + self.prefetch) - len(self.running) - len(self.ready)
-        for lease in self.queue.lease(wanted) if wanted > 0 else []:
+        with self._lock:  # a future's callback may be starting a held lease meanwhile
+            wanted = self.executor.slots * (1 + self.prefetch) - len(self.running) - len(self.ready)
+            free = self.executor.slots - self._busy() - len(self.ready)  # workers a lease starts on now
+        for lease in self.queue.lease(wanted, start=max(0, free)) if wanted > 0 else []:
             if lease.exercise not in self.exercises:
                 self.queue.fail(lease, f"this server does not serve the exercise {lease.exercise}")
                 log.error("job %s: exercise %s is not served here; failed", lease.job_id, lease.exercise)
@@ -272,20 +309,16 @@ class Dispatcher:
             return True
 
     def _fill(self) -> None:
-        """Hand the leases held here to the executor while it has a free slot."""
+        """Hand the leases held here to the executor while it has a free slot (an executor that
+        fails to take one: the step fails, logged, and the lease is held for the next)."""
         with self._lock:
-            try:
-                while self._start_next():
-                    pass
-            except (BrokenProcessPool, RuntimeError):  # the pool broke since the last collect
-                self.executor.renew()
-                while self._start_next():
-                    pass
+            while self._start_next():
+                pass
 
     def _refill(self, future) -> None:
         """A future's callback (the pool's thread): a grading that came back frees its worker, which
         takes the next lease held here now; this thread records the grade when it wakes. A future
-        that failed or was cancelled leaves its pool to collect(): a broken pool takes no work."""
+        that failed or was cancelled leaves its worker to collect(), which replaces a dead one."""
         self._wake.set()
         if future.cancelled() or future.exception() is not None:
             return
@@ -309,7 +342,7 @@ class Dispatcher:
         }
         future = self.executor.submit(task)
         with self._lock:
-            self.running[lease.job_id] = Running(lease, future, self.executor.generation, time.monotonic())
+            self.running[lease.job_id] = Running(lease, future, time.monotonic())
         future.add_done_callback(self._refill)
 
     def heartbeat(self) -> None:
@@ -332,8 +365,8 @@ class Dispatcher:
         self._next_heartbeat = time.monotonic() + self.heartbeat_seconds
 
     def watch(self) -> None:
-        """Fail the gradings that are stuck (see stuck_after) and stop their workers with a fresh
-        pool: the other gradings of the old pool fail with it and are retried (JOB_ATTEMPTS)."""
+        """Fail the gradings that are stuck (see stuck_after) and stop their workers, each replaced
+        by a fresh one; the other workers' gradings go on."""
         now = time.monotonic()
         with self._lock:
             stuck = [
@@ -357,29 +390,35 @@ class Dispatcher:
                 state,
             )
             self.on_record(r.lease.upload_id)
-        if stuck:
-            self.executor.renew()
+            self.executor.renew(r.future)
 
     def collect(self) -> None:
-        """Record every grading that finished; renew the pool if a worker died."""
-        broken = False
+        """Record every grading that finished; a worker that died is replaced, and only the job it
+        was grading fails (its future is the only one its one-process pool held)."""
         with self._lock:
             done = [r for r in self.running.values() if r.future.done()]
             for r in done:
                 del self.running[r.lease.job_id]
         for r in done:
             job_id = r.lease.job_id
-            if r.lost:
-                log.info("job %s: result of a lost lease dropped", job_id)
-                continue
             result: dict | BaseException
             try:
                 result = r.future.result()
             except BrokenProcessPool as exc:
                 result = exc
-                broken |= r.generation == self.executor.generation
+                self.executor.renew(r.future)  # before the record: the new worker warms meanwhile
+                if not r.lost:
+                    log.warning(
+                        "job %s (upload %s): a worker process died grading it; a fresh one takes its "
+                        "place, the job alone is charged the attempt",
+                        job_id,
+                        r.lease.upload_id,
+                    )
             except (CancelledError, Exception) as exc:  # noqa: BLE001 - Dask: KilledWorker, a lost connection
                 result = exc
+            if r.lost:
+                log.info("job %s: result of a lost lease dropped", job_id)
+                continue
             try:
                 self.finish(r, result)
             except Exception:  # not recorded: the lease runs out and the job is retried
@@ -387,9 +426,6 @@ class Dispatcher:
                     "job %s: could not record its outcome; it is retried when its lease expires", job_id
                 )
             self.on_record(r.lease.upload_id)
-        if broken:
-            log.warning("dispatcher: a worker process died; its jobs are retried on a fresh pool")
-            self.executor.renew()
 
     def finish(self, r: Running, result: dict | BaseException) -> None:
         from grader.batch import _outcome
