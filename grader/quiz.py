@@ -26,7 +26,7 @@ from grader.exercises import exercise_dir, read_toml_model
 from grader.locale import Message, msg
 from grader.models import CheckResult, Exercise, Rule, Title
 from grader.submission import SubmittedFiles
-from grader.variants import draw
+from grader.variants import draw, draw_params
 
 CHECK_FIELDS = {"rule", "day", "text", "points", "variant"}
 
@@ -138,13 +138,16 @@ def starter_text(exercise: Exercise, student: str | None) -> str:
         "",
         "[answers]",
     ]
-    for p in pose(exercise.id, student):
-        lines.append(f"# {p.text_en}")
-        lines.append(f"# {p.text_zh}")
-        options = getattr(p.question, "options", None)
-        if options:
+    # the questions' texts only, never their keys: a variant's key imports torch, and the grading
+    # server's web process makes starters (tests/test_server_edge.py holds it torch-free)
+    for item in load_key(exercise.id):
+        params = draw_params(item.variant, student or "", exercise.id, item.id) if item.variant else {}
+        lines.append(f"# {item.text.en.format(**params)}")
+        lines.append(f"# {item.text.zh_TW.format(**params)}")
+        options = item.engine_fields().get("options")
+        if isinstance(options, dict) and options:
             lines += [f"#   {letter}) {text}" for letter, text in options.items()]
-        lines.append(f'{p.item.id} = ""')
+        lines.append(f'{item.id} = ""')
         lines.append("")
     return "\n".join(lines)
 

@@ -79,10 +79,21 @@ class Server:
     """`grader serve --db DB --port 0 --workers N [--course FILE]` as a subprocess of its own
     process group; `url` once it answers /api/v1/health."""
 
-    def __init__(self, db, log: Path, *, course: Path | None = None, workers: int = 2, env=None, args=()):
+    def __init__(
+        self,
+        db,
+        log: Path,
+        *,
+        course: Path | None = None,
+        workers: int = 2,
+        env=None,
+        args=(),
+        open_files: int | None = None,
+    ):
         self.db, self.log_path, self.course, self.workers = db, log, course, workers
         self.env = env if env is not None else clean_env()
         self.args = list(args)
+        self.open_files = open_files  # RLIMIT_NOFILE, soft and hard, of the server (None: ours)
         self.proc: subprocess.Popen | None = None
         self.url = ""
 
@@ -93,7 +104,13 @@ class Server:
             argv += ["--course", str(self.course)]
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - held for the process's life
         self.proc = subprocess.Popen(
-            argv, stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT, env=self.env, start_new_session=True
+            argv,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=self.env,
+            start_new_session=True,
+            preexec_fn=None if self.open_files is None else self._limit_open_files,
         )
         deadline = time.monotonic() + START_SECONDS
         while not self.url:
@@ -115,6 +132,11 @@ class Server:
                 self.kill()
                 raise AssertionError(f"grader serve does not answer:\n{self.log()[-4000:]}")
             time.sleep(0.1)
+
+    def _limit_open_files(self) -> None:  # in the child, before exec
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
 
     def log(self) -> str:
         try:
@@ -155,6 +177,16 @@ class Server:
     def client(self, token: str | None = None, **kw) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.url + "/api/v1", headers=headers, timeout=60, **kw)
+
+    def rss_bytes(self) -> int:
+        """The web process's resident memory now (its workers are processes of their own)."""
+        assert self.proc is not None
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        return int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE).group(1)) * 1024  # type: ignore[union-attr]
+
+    def open_fds(self) -> int:
+        assert self.proc is not None
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
 
 
 class Learner:

@@ -9,6 +9,14 @@ from pathlib import Path
 import click
 
 from grader.cli.common import db_option, echo, usage_error
+from grader.limits import (
+    CONNECTIONS_PER_CLIENT,
+    KEEP_ALIVE_SECONDS,
+    LISTEN_BACKLOG,
+    MAX_CONNECTIONS,
+    REQUEST_BODY_SECONDS,
+    REQUEST_HEAD_SECONDS,
+)
 
 
 def is_loopback(host: str) -> bool:
@@ -32,7 +40,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         usage_error(f"--host/--port: cannot listen on {host}:{port}: {exc.strerror or exc}")
-    sock.listen(2048)
+    sock.listen(LISTEN_BACKLOG)
     sock.set_inheritable(True)
     return sock
 
@@ -66,12 +74,66 @@ def bind(host: str, port: int) -> socket.socket:
     is_flag=True,
     help="Listen on a non-loopback address without TLS (behind a reverse proxy that terminates it).",
 )
-def serve(db, host, port, workers, scheduler, course, tls_cert, tls_key, allow_plain_http):
+@click.option(
+    "--keep-alive",
+    type=click.FloatRange(min=0.1),
+    default=KEEP_ALIVE_SECONDS,
+    show_default=True,
+    help="Seconds an idle connection is kept between two requests.",
+)
+@click.option(
+    "--head-timeout",
+    type=click.FloatRange(min=0.1),
+    default=REQUEST_HEAD_SECONDS,
+    show_default=True,
+    help="Seconds a request's line and headers may take; then the connection is closed.",
+)
+@click.option(
+    "--body-timeout",
+    type=click.FloatRange(min=0.1),
+    default=REQUEST_BODY_SECONDS,
+    show_default=True,
+    help="Seconds a request's body may take after its headers; then the connection is closed.",
+)
+@click.option(
+    "--connections-per-client",
+    type=click.IntRange(min=0),
+    default=CONNECTIONS_PER_CLIENT,
+    show_default=True,
+    help="Open connections of one client address; more are answered 429 and closed "
+    "(0: no cap, for a reverse proxy on this machine, whose address is every client's).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=MAX_CONNECTIONS,
+    show_default=True,
+    help="Open connections in all (and at most the open-file limit less a reserve); more are "
+    "answered 503 and closed.",
+)
+def serve(
+    db,
+    host,
+    port,
+    workers,
+    scheduler,
+    course,
+    tls_cert,
+    tls_key,
+    allow_plain_http,
+    keep_alive,
+    head_timeout,
+    body_timeout,
+    connections_per_client,
+    max_connections,
+):
     """Run the course's grading server: the HTTP API under /api/v1 and the browser pages.
 
     Uploads are queued in the gradebook DB and graded by --workers warm worker processes (or a
     Dask cluster); several servers may share one PostgreSQL gradebook. Hidden tests, keys and
-    solutions (GRADER_EXERCISES_DIR) never leave this machine."""
+    solutions (GRADER_EXERCISES_DIR) never leave this machine. Every connection is timed
+    (--keep-alive, --head-timeout, --body-timeout) and counted (--connections-per-client,
+    --max-connections): grader/service/edge.py."""
     if (tls_cert is None) != (tls_key is None):
         usage_error("--tls-cert and --tls-key go together")
     for option, path in (("--tls-cert", tls_cert), ("--tls-key", tls_key), ("--course", course)):
@@ -89,6 +151,8 @@ def serve(db, host, port, workers, scheduler, course, tls_cert, tls_key, allow_p
     from grader.errors import GraderError
     from grader.service.app import create_app
     from grader.service.dispatch import DaskExecutor, Dispatcher, WarmPool
+    from grader.service.edge import Edge, raise_open_files, uvicorn_options
+    from grader.service.edge import max_connections as connections_allowed
     from grader.service.service import Service
     from grader.store import StoreError, redact
 
@@ -107,6 +171,13 @@ def serve(db, host, port, workers, scheduler, course, tls_cert, tls_key, allow_p
         usage_error(str(exc))
     dispatcher = Dispatcher(service.queue, service.exercises, executor, on_record=service.waiters.notify)
     service.notify = dispatcher.wake
+    edge = Edge(
+        keep_alive_seconds=keep_alive,
+        head_seconds=head_timeout,
+        body_seconds=body_timeout,
+        per_client=connections_per_client,
+        max_connections=connections_allowed(raise_open_files(), max_connections),
+    )
     sock = bind(host, port)
     scheme = "https" if tls_cert else "http"
     try:
@@ -116,7 +187,8 @@ def serve(db, host, port, workers, scheduler, course, tls_cert, tls_key, allow_p
         echo(
             f"grader serve: listening on {scheme}://{shown}:{sock.getsockname()[1]} "
             f"(gradebook {redact(service.gradebook.url)}, {len(service.exercises)} exercises, "
-            f"{executor.describe()}; {resumed} jobs resumed)",
+            f"{executor.describe()}; {resumed} jobs resumed; at most {edge.max_connections} "
+            f"connections, {edge.per_client or 'any number'} per client)",
             err=True,
         )
         config = uvicorn.Config(
@@ -126,6 +198,7 @@ def serve(db, host, port, workers, scheduler, course, tls_cert, tls_key, allow_p
             ssl_certfile=str(tls_cert) if tls_cert else None,
             ssl_keyfile=str(tls_key) if tls_key else None,
             timeout_graceful_shutdown=5,
+            **uvicorn_options(edge),
         )
         uvicorn.Server(config).run(sockets=[sock])
     finally:

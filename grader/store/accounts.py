@@ -5,7 +5,9 @@ copy of the gradebook never lets anyone sign in. Authenticating hashes the token
 hash up by its unique index (the lookup compares hashes, never the token, so its timing tells
 nothing about the token), then compares the row's hash with hmac.compare_digest. A revoked token
 never authenticates. An instructor is an account with role 'instructor'; its learner row is the
-instructor's key.
+instructor's key. A browser session (grader/service/pages.py) names its account's session epoch;
+`end_sessions` moves the epoch on, so a signed-out cookie is refused by the server, not only
+forgotten by the browser.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Account:
     learner: str
     name: str | None
     role: str  # 'student' | 'instructor'
+    session_epoch: int = 0  # the browser sessions this token may open now (end_sessions)
 
 
 def token_hash(token: str) -> str:
@@ -97,7 +100,19 @@ def authenticate(gradebook: Gradebook, token: str) -> Account | None:
     row, who = found
     if not hmac.compare_digest(row.token_hash, wanted) or row.revoked_at is not None:
         return None
-    return Account(id=row.id, learner=who.key, name=who.name, role=row.role)
+    return Account(id=row.id, learner=who.key, name=who.name, role=row.role, session_epoch=row.session_epoch)
+
+
+def end_sessions(gradebook: Gradebook, account_id: int) -> None:
+    """Sign out every browser session of this account (its token): their epoch is past."""
+    with gradebook.sessions() as s:
+        s.execute(
+            update(AccountRow)
+            .where(AccountRow.id == account_id)
+            .values(session_epoch=AccountRow.session_epoch + 1)
+            .execution_options(synchronize_session=False)
+        )
+        s.commit()
 
 
 def secret(gradebook: Gradebook, key: str = "session") -> bytes:

@@ -330,6 +330,9 @@ class AccountRow(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # a browser session names the epoch it was opened in; signing out moves it on, which ends
+    # every session of this token on the server at once (0005)
+    session_epoch: Mapped[int] = mapped_column(Integer, default=0)
 
     learner: Mapped[Learner] = relationship()
 
