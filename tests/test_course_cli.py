@@ -67,6 +67,7 @@ def course(tmp_path_factory):
         tokens = {"alice": issue_token(gb, "alice", name="Alice")}
         tokens["bob"] = issue_token(gb, "bob", name=FORMULA)
         tokens["prof"] = issue_token(gb, "prof", role="instructor", name="Prof")
+        issue_token(gb, "carol")  # course.toml's extension is hers: the server refuses one for nobody
     (root / "course.toml").write_text(course_toml(datetime.now(UTC)))
     server = Server(root, db, exercises, root / "course.toml")
     try:
@@ -160,6 +161,21 @@ def test_an_extension_moves_that_learners_due_and_no_one_elses(course):
     assert out.stdout.startswith(f"alice, {QUIZ}: due "), out.stdout
     assert datetime.fromisoformat(status_of(course, "alice")["deadlines"]["due"]) == due
     assert status_of(course, "bob")["deadlines"]["due"] == bob_due
+
+
+def test_an_extension_for_an_unknown_learner_or_exercise_is_refused_exit_2_naming_it(course):
+    due = "2030-01-01T00:00:00Z"
+    out = cli(course, "prof", "extend", "7777", QUIZ, "--due", due)
+    assert out.returncode == 2 and out.stdout == "", (out.stdout, out.stderr)
+    assert out.stderr == "error: no learner 7777 in the gradebook or roster\n"
+    r = Client(course["server"].url, course["tokens"]["prof"], student=False).post(
+        "/extensions", json={"learner": "7777", "exercise": QUIZ, "due": due}
+    )
+    assert r.status_code == 404 and r.json()["error"]["field"] == "learner", r.text
+    out = cli(course, "prof", "extend", "alice", "day45-quizz", "--due", due)
+    assert out.returncode == 2 and "no such exercise" in out.stderr, out.stderr
+    with Gradebook(course["db"]) as gb:
+        assert gb.learner("7777") is None  # refused before anything was made
 
 
 def test_a_release_is_recorded_and_an_unknown_exercise_is_exit_2(course):
@@ -269,3 +285,62 @@ def test_the_queue_text_says_the_oldest_jobs_wait_in_either_language():
     assert text[3].split()[:6] == ["7", "9", "bob", QUIZ, "3", "-"] and len(text) == 4, text
     zh = queue_text(state, now, "zh-TW")
     assert zh.startswith("排隊中 4，評分中 2，無法處理的工作 1\n排最久的工作已等了 3 小時 5 分鐘"), zh
+
+
+# -- grader course check, and grader serve --course: the file against the course ----------------------
+
+
+def offline(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    out = subprocess.run(
+        [sys.executable, "-m", "grader", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "LANG": "C.UTF-8"},
+        timeout=120,
+    )
+    assert "Traceback" not in out.stderr, out.stderr
+    return out
+
+
+MISSPELLED = """
+[exercises.day45-attention]
+visibility = { default = "visible", checks = { "mha-has-no-future-leaks" = "after_due" } }
+"""
+
+
+def test_course_check_and_serve_refuse_a_misspelled_check_id_naming_the_closest(tmp_path):
+    (tmp_path / "course.toml").write_text(MISSPELLED)
+    named = (
+        "course.toml: exercises.day45-attention.visibility.checks.mha-has-no-future-leaks: day45-attention "
+        "has no check mha-has-no-future-leaks (did you mean mha-has-no-future-leak?)"
+    )
+    out = offline("course", "check", "course.toml", cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr == f"error: {named}\n", out.stderr
+    out = offline("serve", "--db", "g.db", "--course", "course.toml", "--port", "0", cwd=tmp_path)
+    assert out.returncode == 2 and named in out.stderr, out.stderr
+    (tmp_path / "course.toml").write_text(MISSPELLED.replace("leaks", "leak"))
+    out = offline("course", "check", "course.toml", cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout == "course.toml: fine (1 exercise(s), 0 extension(s))\n"
+
+
+def test_course_check_and_serve_refuse_an_extension_for_a_learner_not_in_the_gradebook(tmp_path):
+    db = str(tmp_path / "g.db")
+    with Gradebook(db) as gb:
+        issue_token(gb, "12345")
+    (tmp_path / "course.toml").write_text(
+        "[[extensions]]\nlearner = 12354\nexercise = 'day45-quiz'\ndue = 2030-01-01T00:00:00Z\n"
+    )
+    named = (
+        "course.toml: extensions[1].learner: no learner '12354' in the gradebook or roster "
+        "(did you mean 12345?)"
+    )
+    out = offline("course", "check", "course.toml", "--db", db, cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr == f"error: {named}\n", out.stderr
+    out = offline("serve", "--db", db, "--course", "course.toml", "--port", "0", cwd=tmp_path)
+    assert out.returncode == 2 and named in out.stderr, out.stderr
+    (tmp_path / "roster.csv").write_text("Student,ID,SIS User ID,SIS Login ID,Section\nAnn,12354,,,\n")
+    out = offline("course", "check", "course.toml", "--roster", "roster.csv", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    out = offline("course", "check", "course.toml", cwd=tmp_path)  # nothing to check them against
+    assert out.returncode == 0 and "give --roster or --db" in out.stderr

@@ -4,6 +4,7 @@ and what a learner may see of a grade now."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -203,7 +204,7 @@ def test_a_bad_visibility_value_lists_the_good_ones(tmp_path):
 
 def test_hidden_is_a_visibility_of_course_toml(tmp_path):
     text = "[exercises.day45-attention]\nvisibility = { default = 'hidden', checks = { x = 'visible' } }\n"
-    p = load_policy(write(tmp_path, text), IDS).exercise(EX).visibility
+    p = load_policy(write(tmp_path, text), IDS, checks=lambda e: {"x", "y"}).exercise(EX).visibility
     assert (p.of("x"), p.of("y")) == ("visible", "hidden")
 
 
@@ -222,6 +223,77 @@ def test_an_unknown_exercise_names_the_valid_ones(tmp_path, text, where):
         load_policy(write(tmp_path, text), IDS)
     assert where in str(e.value)
     assert "day45-attention, day45-quiz, day48-decoder" in str(e.value)
+
+
+def test_an_unknown_exercise_names_the_closest(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PolicyError) as e:
+        load_policy(write(tmp_path, "[exercises.day45-atention]\n"), IDS)
+    assert str(e.value).startswith(
+        "course.toml: exercises.day45-atention: unknown exercise (did you mean day45-attention?); "
+        "the exercises are: "
+    )
+
+
+def test_a_misspelled_check_id_names_the_file_the_key_and_the_closest(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = (
+        "[exercises.day45-attention]\nvisibility = { checks = { 'mha-has-no-future-leaks' = 'after_due' } }\n"
+    )
+    with pytest.raises(PolicyError) as e:
+        load_policy(write(tmp_path, text), IDS)
+    assert str(e.value) == (
+        "course.toml: exercises.day45-attention.visibility.checks.mha-has-no-future-leaks: "
+        "day45-attention has no check mha-has-no-future-leaks (did you mean mha-has-no-future-leak?)"
+    )
+    assert e.value.exit_code == 2
+
+
+def test_a_check_id_must_be_that_exercises_own(tmp_path):
+    # a check of day45-attention named under day48-decoder: a real id, of another exercise
+    text = "[exercises.day48-decoder]\nvisibility = { checks = { 'mha-has-no-future-leak' = 'sealed' } }\n"
+    with pytest.raises(
+        PolicyError, match=r"exercises\.day48-decoder\.visibility\.checks\.mha-has-no-future-leak: "
+    ):
+        load_policy(write(tmp_path, text), IDS)
+    quiz = "[exercises.day45-quiz]\nvisibility = { checks = { d4_h2_d_k = 'sealed', d4_h2_dk = 'sealed' } }\n"
+    with pytest.raises(PolicyError) as e:
+        load_policy(write(tmp_path, quiz), IDS)
+    assert "checks.d4_h2_dk: day45-quiz has no check d4_h2_dk (did you mean d4_h2_d_k?)" in str(e.value)
+    assert "checks.d4_h2_d_k:" not in str(e.value)
+
+
+def test_the_check_ids_are_what_pytest_collects_and_the_keys_hold():
+    """exercise_checks reads the hidden tests' source; pytest's own collection is the truth."""
+    from types import SimpleNamespace
+
+    from grader.exercises import exercise_dir
+    from grader.quiz import load_key
+    from grader.runner import run_hidden_tests
+    from grader.service.policy import exercise_checks
+
+    for ex in all_exercises():
+        if ex.kind == "quiz":
+            assert exercise_checks(ex.id) == {q.id for q in load_key(ex.id)}, ex.id
+        else:
+            collected = run_hidden_tests(exercise_dir(ex.id) / "hidden", SimpleNamespace(), collect_only=True)
+            assert exercise_checks(ex.id) == set(collected.needs), ex.id
+
+
+def test_an_extension_for_a_learner_no_one_knows_names_the_closest(tmp_path, monkeypatch):
+    from grader.service.policy import check_learners
+
+    monkeypatch.chdir(tmp_path)
+    text = "[[extensions]]\nlearner = 7777\nexercise = 'day45-attention'\ndue = 2026-11-09T00:00:00Z\n"
+    path = write(tmp_path, text)
+    p = load_policy(path, IDS)
+    check_learners(p, path, {"7777", "alice"})
+    with pytest.raises(PolicyError) as e:
+        check_learners(p, path, {"7778", "alice"})
+    assert str(e.value) == (
+        "course.toml: extensions[1].learner: no learner '7777' in the gradebook or roster "
+        "(did you mean 7778?)"
+    )
 
 
 def test_toml_syntax_errors_give_line_and_column(tmp_path):
@@ -972,3 +1044,146 @@ def test_no_report_of_the_view_contains_what_a_hidden_check_found(fmt, lang):
     out = render(v, fmt, lang=lang)
     assert SECRET not in out
     assert "softmax" in out  # the visible check is still there
+
+
+# -- sealed: not even pass/fail before the due ---------------------------------------------------------
+
+SEALED = {"checks": {"mha-has-no-future-leak": "sealed"}}
+
+
+def quiz_grade(answers: list[bool]) -> Grade:
+    """A multiple-choice quiz's grade: one check a question, 1 point each."""
+    checks = [
+        CheckResult(id=f"q{i}", passed=ok, points=float(ok), max_points=1, rule="causal-mask", day=44,
+                    title=f"question {i}", message=f"{SECRET}-{i}")
+        for i, ok in enumerate(answers)
+    ]  # fmt: skip
+    return Grade(exercise=EX, passed=all(answers), score=sum(answers), max_score=len(answers), checks=checks)
+
+
+def test_before_due_a_sealed_check_is_not_in_the_grade_at_all():
+    g = grade_with()
+    g.checks[0].caused_by = ["mha-has-no-future-leak"]  # a visible check built on the sealed one
+    v = view(g, policy(visibility=SEALED), now=DUE - SECOND)
+    assert [c.id for c in v.checks] == ["softmax-matches-reference"]
+    assert v.checks[0].caused_by == []  # naming it as a root cause would say it failed
+    assert (v.score, v.max_score, v.passed) == (8.0, 8.0, True)  # 8 of 10, less the sealed 0 of 2
+    # had it passed (2 more points), the learner's view is the same
+    passed = g.model_copy(deep=True)
+    passed.checks[1] = passed.checks[1].model_copy(update={"passed": True, "points": 2.0})
+    passed.score = 10.0
+    assert view(passed, policy(visibility=SEALED), now=DUE - SECOND) == v
+    assert "mha-has-no-future-leak" not in v.model_dump_json() and SECRET not in v.model_dump_json()
+    assert "no future leak" not in v.model_dump_json()
+    notice = v.warnings[-1]
+    assert "1 check(s) are sealed until the due time, 2026-11-08T15:59:00Z" in notice.message
+    assert notice.message_id is not None
+    assert view(g, policy(visibility=SEALED), now=DUE) == g  # at the due: everything
+
+
+def test_a_sealed_quiz_tells_nothing_that_tells_a_right_answer_from_a_wrong_one():
+    p = policy(visibility={"default": "sealed"})
+    seen = set()
+    for answers in ([True, True, True], [True, False, True], [False, False, False]):
+        v = view(quiz_grade(answers), p, now=DUE - SECOND)
+        assert (v.checks, v.score, v.max_score, v.passed) == ([], 0.0, 0.0, False)
+        for fmt in ("text", "json", "html", "markdown"):
+            from reports import render
+
+            seen.add(render(v, fmt))
+    assert len(seen) == 4  # per format, the same report whatever was answered
+    released = view(
+        quiz_grade([True, False]), p, now=CLOSES, d=Deadlines(None, None, None), released_at=OPENS
+    )
+    assert released.score == 1 and [c.passed for c in released.checks] == [True, False]
+
+
+def test_a_late_penalty_of_a_sealed_grade_is_of_what_is_shown():
+    late = lateness(policy(), EX, DUE + timedelta(hours=30), D, 0)
+    v = view(grade_with(), policy(visibility=SEALED), now=DUE - SECOND, late=late)
+    assert v.score == pytest.approx(8.0 - 0.2 * 8.0) and "cost 1.6 of 8 points" in v.warnings[-1].message
+
+
+def test_best_says_the_last_on_time_while_a_check_is_sealed():
+    from grader.service.policy import sealed_now
+
+    ups = [Up(1, DUE - HOUR, 9), Up(2, DUE - MINUTE, 5)]
+    p = policy(counts="best", visibility={"default": "sealed"})
+    assert counted(p, EX, ups, D) == 1 and counted(p, EX, ups, D, sealed=True) == 2
+    assert sealed_now(p, EX, now=DUE - SECOND, deadlines=D, released_at=None)
+    assert not sealed_now(p, EX, now=DUE, deadlines=D, released_at=None)
+    assert not sealed_now(policy(counts="best"), EX, now=DUE - SECOND, deadlines=D, released_at=None)
+
+
+ALICE_AND_PROF = (("alice", "student"), ("prof", "instructor"))
+
+
+def test_the_server_applies_sealed_wherever_a_learner_reads_a_grade(tmp_path):
+    """The JSON API (a submission, the list, the status, a report) and the home page, on a real
+    Service and app (no jail: the grades are recorded as the dispatcher records them)."""
+    from fastapi.testclient import TestClient
+
+    from grader.service.app import create_app
+    from grader.service.service import Service
+    from grader.store.accounts import issue_token
+    from grader.store.gradebook import Incoming, Outcome
+
+    now = DUE - HOUR
+    sealed = "mha-has-no-future-leak"
+    course = write(
+        tmp_path,
+        f"[exercises.{EX}]\ndue = {DUE.isoformat()}\ncounts = 'best'\n"
+        f"visibility = {{ checks = {{ {sealed} = 'sealed' }} }}\n",
+    )
+    service = Service.open(str(tmp_path / "g.db"), course, clock=lambda: now)
+    try:
+        tokens = {who: issue_token(service.gradebook, who, role=role) for who, role in ALICE_AND_PROF}
+        failed, passed = grade_with(), grade_with()
+        passed.checks[1] = passed.checks[1].model_copy(update={"passed": True, "points": 2.0})
+        passed.score = 10.0
+        ids = []
+        for i, grade in enumerate((passed, failed)):  # the best first, then a worse one
+            upload = service.queue.submit(
+                "alice", EX, service.versions[EX], Incoming("alice", {"attention.py": b"# %d\n" % i}),
+                received_at=now - timedelta(minutes=10 - i),
+            )  # fmt: skip
+            (lease,) = service.queue.lease()
+            service.queue.complete(lease, Outcome("graded", grade))
+            ids.append(upload.id)
+        app = create_app(service)
+
+        def get(who: str, path: str, **params):
+            with TestClient(app) as web:
+                r = web.get(path, params=params, headers={"Authorization": f"Bearer {tokens[who]}"})
+            assert r.status_code == 200, r.text
+            return r.text
+
+        seen = [get("alice", f"/api/v1/submissions/{i}") for i in ids]
+        seen += [
+            get("alice", "/api/v1/submissions", exercise=EX),
+            get("alice", "/api/v1/status", exercise=EX),
+        ]
+        seen += [
+            get("alice", f"/api/v1/submissions/{i}/report", format=f) for i in ids for f in ("text", "html")
+        ]
+        from test_pages import form_csrf
+
+        with TestClient(app, follow_redirects=False) as browser:
+            form = browser.get("/")
+            browser.post("/login", data={"csrf": form_csrf(form.text), "token": tokens["alice"]})
+            pages = [browser.get(path) for path in ("/", *(f"/submissions/{i}" for i in ids))]
+        assert all(page.status_code == 200 and "alice" in page.text for page in pages)
+        for text in [*seen, *(page.text for page in pages)]:
+            assert sealed not in text and "no future leak" not in text and SECRET not in text, text[:3000]
+        best, worse = (json.loads(s) for s in seen[:2])
+        assert best["score"] == worse["score"] == 8.0 and best["max_score"] == 8.0  # alike: 10 or 8 of 10
+        assert not best["counted"] and worse["counted"]  # 'best' says the last until the due
+        listed = json.loads(seen[2])["items"]
+        assert [(s["score"], s["passed"]) for s in listed] == [(None, None), (None, None)]
+        assert json.loads(seen[3])[0]["score"] == 8.0
+        assert sealed in get("prof", f"/api/v1/submissions/{ids[1]}")  # the instructor sees it all
+        now = DUE  # from the due, everything
+        assert json.loads(get("alice", f"/api/v1/submissions/{ids[0]}"))["score"] == 10.0
+        assert sealed in get("alice", f"/api/v1/submissions/{ids[1]}")
+    finally:
+        service.close()

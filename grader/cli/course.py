@@ -1,5 +1,6 @@
 """`grader course`: the instructor's commands on the course's grading server (extensions, release,
-the class's grades, the queue and its dead letters, retry).
+the class's grades, the queue and its dead letters, retry), and `grader course check`, which reads
+course.toml offline as `grader serve --course` will.
 
 A client command like `grader submit`, on the light student install too, with the same plumbing
 (grader/cli/client.py's connect and client_command; the login of `grader login --server URL
@@ -13,6 +14,7 @@ server's side failed.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import click
 
@@ -67,6 +69,71 @@ class When(click.ParamType):
 def course():
     """Instructor commands on the course's server: extensions, release, the class's grades, the
     queue and retry. Needs an instructor's token; a student's is refused (exit 2)."""
+
+
+@course.command()
+@click.argument("course_file", metavar="COURSE_TOML", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--roster",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The class roster (Canvas or Moodle CSV): every [[extensions]] learner must be in it.",
+)
+@click.option(
+    "--db",
+    metavar="URL",
+    help="The gradebook (a path or database URL): every [[extensions]] learner must be in it.",
+)
+@lang_option
+@client_command
+def check(course_file, roster, db, lang):
+    """Check COURSE_TOML as `grader serve --course` reads it, without a server: its keys and
+    times, its exercise ids and each visibility entry's check id against the exercises here
+    (GRADER_EXERCISES_DIR), and with --roster or --db the [[extensions]] learners. A problem names
+    the file, the key and the closest valid id, and exits 2. Needs the grading install, as
+    `grader serve` does."""
+    from grader.exercises import all_exercises
+    from grader.service.policy import check_learners, load_policy
+
+    policy = load_policy(course_file, [e.id for e in all_exercises()])
+    known: set[str] = set()
+    if roster is not None:
+        from grader.service.roster import read_roster
+
+        known |= {row.learner for row in read_roster(roster)}
+    if db is not None:
+        known |= gradebook_learners(db)
+    if roster is not None or db is not None:
+        check_learners(policy, course_file, known)
+    echo(
+        show.say(
+            msg(
+                "{path}: fine ({exercises} exercise(s), {extensions} extension(s))",
+                path=str(course_file),
+                exercises=len(policy.exercises),
+                extensions=len(policy.extensions),
+            ),
+            lang,
+        )
+    )
+    if policy.extensions and roster is None and db is None:
+        echo(
+            show.say(msg("the extensions' learners were not checked: give --roster or --db"), lang), err=True
+        )
+
+
+def gradebook_learners(db: str) -> set[str]:
+    """Every learner the gradebook at `db` knows (nothing is created when it does not exist)."""
+    from sqlalchemy import select
+
+    from grader.cli.common import open_gradebook
+    from grader.store.schema import Learner
+
+    gradebook = open_gradebook(db)
+    try:
+        with gradebook.sessions() as s:
+            return set(s.scalars(select(Learner.key)))
+    finally:
+        gradebook.close()
 
 
 @course.command(epilog=WHO)

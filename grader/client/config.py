@@ -2,9 +2,11 @@
 
 `grader login` keeps `{"server", "token"}` in `login.json` under click.get_app_dir (on Linux
 ~/.config/gpt-bughunt-grader/): the folder 0700, the file 0600, written whole or not at all (a
-temporary file renamed over it). GRADER_SERVER and GRADER_TOKEN override it; the file's token is
-only ever sent to the file's server. A token goes over plain http:// only to this machine
-(127.0.0.0/8, ::1, localhost) unless the learner says --insecure: anyone on the path could read it.
+temporary file renamed over it). An existing folder that group or others may write (where anyone
+could swap the file for their own server's) is made 0700 when it is the learner's, else refused.
+GRADER_SERVER and GRADER_TOKEN override it; the file's token is only ever sent to the file's
+server. A token goes over plain http:// only to this machine (127.0.0.0/8, ::1, localhost) unless
+the learner says --insecure: anyone on the path could read it.
 """
 
 from __future__ import annotations
@@ -139,11 +141,37 @@ def _read_file(path: Path) -> dict | None:
     return data
 
 
+def private_folder(folder: Path) -> None:
+    """Make `folder` 0700 when it is the learner's and group or others may read or write it;
+    refuse (ClientError, exit 2) one that is another user's and that others may write: the token
+    would be kept where someone else can replace or read it."""
+    if os.name != "posix":  # Windows keeps a user's AppData private by its ACLs
+        return
+    try:
+        st = os.stat(folder)
+        if st.st_mode & 0o077 == 0:
+            return
+        if st.st_uid == os.getuid():
+            os.chmod(folder, 0o700)
+        elif st.st_mode & 0o022:
+            raise ClientError(
+                msg(
+                    "{path} is another user's folder that others may write: the token is not kept there",
+                    path=str(folder),
+                )
+            )
+    except OSError as exc:
+        raise ClientError(
+            msg("{path} cannot be made private: {error}", path=str(folder), error=exc.strerror or "")
+        ) from None
+
+
 def save_login(server: str, token: str, path: Path | None = None) -> Path:
     """Keep the login: the folder made 0700, the file 0600 from its first byte (O_EXCL on a
     temporary name, then renamed over the old one, so a reader never sees half a file)."""
     path = path or login_path()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_folder(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.unlink(missing_ok=True)  # left by a process of this pid that died mid-write

@@ -4,7 +4,9 @@ The files are found by grader.sources.read_learner: the rules the grader reads o
 class with (each exercise file by name at the shallowest depth, the one file of the right suffix
 for a one-file exercise, a zip of their work opened one level deep, symbolic links refused), so
 the learner sees, before sending, exactly what will be graded (helper modules beside the learner
-files included, and a warning for any left out). The digest is the gradebook's
+files included, and a warning for any left out), and only for file names an exercise may
+declare (models.learner_file_name: a .py module or a .toml answer sheet), checked before any
+file is read: the names come from the server. The digest is the gradebook's
 (grader.submission.files_digest): the same files give the same digest here and in every report.
 """
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.client.errors import ClientError, ServerFailure
+from grader.client.models import learner_file_name
 from grader.errors import SourceError
 from grader.limits import UPLOAD_BYTES
 from grader.locale import message_of, msg
@@ -36,8 +39,19 @@ class Packed:
 def pack(exercise, path: Path) -> Packed:
     """`exercise` (a grader.models.Exercise: its `files` are what is looked for) at `path`.
     Raises ClientError (exit 2) when the files cannot be read or some are missing: an upload that
-    can only fail would cost the learner a submission for nothing."""
+    can only fail would cost the learner a submission for nothing. A file name no exercise may
+    declare is the server's fault: ServerFailure (exit 4), before any file is read."""
     from grader.sources import read_learner
+
+    strange = [name for name in exercise.files if not learner_file_name(name)]
+    if strange:
+        raise ServerFailure(
+            msg(
+                "the server names {names} as this exercise's files, which no exercise has (a .py "
+                "module or a .toml answer sheet): nothing was read or sent",
+                names=", ".join(repr(n[:100]) for n in strange[:5]),
+            )
+        )
 
     try:
         files, problem, warnings = read_learner(Path(path), exercise)

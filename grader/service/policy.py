@@ -12,10 +12,12 @@ form the API returns them in, so a learner in any zone reads one unambiguous tim
 
 from __future__ import annotations
 
+import ast
+import difflib
 import itertools
 import math
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -23,11 +25,11 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 
-from grader.errors import UsageError, shown_path
+from grader.errors import ExerciseFileError, UsageError, shown_path
 from grader.locale import Message, msg
 from grader.models import CheckResult, Grade, Note, Printed
 
-Visibility = Literal["visible", "after_due", "after_release", "hidden"]
+Visibility = Literal["visible", "after_due", "after_release", "hidden", "sealed"]
 # The same moments in Gradescope's results.json (its "Controlling Test Case Visibility"): the one
 # place a visibility is translated, for the autograder (grader/autograder.py)
 GradescopeVisibility = Literal["visible", "after_due_date", "after_published", "hidden"]
@@ -36,6 +38,8 @@ GRADESCOPE_VISIBILITY: dict[Visibility, GradescopeVisibility] = {
     "after_due": "after_due_date",
     "after_release": "after_published",
     "hidden": "hidden",
+    # Gradescope hides an after_due_date test, its score included, until the due date
+    "sealed": "after_due_date",
 }
 Counts = Literal["last-on-time", "best", "chosen"]
 Extensions = Mapping[tuple[str, str], tuple[datetime, "datetime | None"]]
@@ -124,15 +128,22 @@ class RatePolicy(_Strict):
 
 class VisibilityPolicy(_Strict):
     """When a learner sees a check's diagnosis: `default` for every check, `checks` by check id
-    (free strings here; the server checks them against the exercise's hidden tests). `visible`
-    always; `after_due` from the learner's due; `after_release` once the instructor releases the
-    exercise; `hidden` never (its title and result only; on Gradescope not even those)."""
+    (each one of the exercise's checks: load_policy refuses any other). `visible` always;
+    `after_due` from the learner's due; `after_release` once the instructor releases the
+    exercise; `hidden` never (its title and result only; on Gradescope not even those); `sealed`
+    nothing at all until the learner's due, not even pass/fail or points (a quiz's answers could
+    be found from pass/fail alone), then everything."""
 
     default: Visibility = "visible"
     checks: dict[str, Visibility] = {}
 
     def of(self, check: str) -> Visibility:
         return self.checks.get(check, self.default)
+
+    @property
+    def seals(self) -> bool:
+        """Does some check of the exercise wait `sealed`?"""
+        return self.default == "sealed" or "sealed" in self.checks.values()
 
 
 def _in_order(opens, due, closes) -> None:
@@ -183,9 +194,54 @@ class CoursePolicy(_Strict):
         return self.exercises.get(exercise) or ExercisePolicy()
 
 
-def load_policy(path: Path | None, exercises: Iterable[str]) -> CoursePolicy:
-    """course.toml at `path`, checked against the course's exercise ids; None: everything open,
-    no limits. Any problem is a PolicyError, one line per problem."""
+def exercise_checks(exercise_id: str) -> frozenset[str]:
+    """The check ids of an exercise, read without running anything (no pytest, no torch): a
+    quiz's are its key's question ids; a code exercise's are its hidden tests marked
+    `@check(...)` as grader.runner.check_id names them (`test_` dropped, `_` written `-`), read
+    from the files' syntax trees (tests/test_policy.py holds this to pytest's own collection)."""
+    from grader.exercises import exercise_dir, load_exercise
+    from grader.quiz import load_key
+
+    if load_exercise(exercise_id).kind == "quiz":
+        return frozenset(q.id for q in load_key(exercise_id))
+    ids = set()
+    for path in sorted((exercise_dir(exercise_id) / "hidden").rglob("test_*.py")):
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except (SyntaxError, ValueError) as exc:  # the exercise's bug: exit 2, naming the file
+            raise ExerciseFileError(f"{shown_path(path)}: cannot be read as Python: {exc}") from None
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and _marked(node):
+                ids.add(node.name.removeprefix("test_").replace("_", "-"))
+    return frozenset(ids)
+
+
+def _marked(node: ast.FunctionDef) -> bool:
+    """Is this test decorated `@check(...)` (or `@pytest.mark.check(...)`)?"""
+    for d in node.decorator_list:
+        f = d.func if isinstance(d, ast.Call) else d
+        if (isinstance(f, ast.Name) and f.id == "check") or (
+            isinstance(f, ast.Attribute) and f.attr == "check"
+        ):
+            return True
+    return False
+
+
+def _closest(word: str, valid: Iterable[str]) -> str:
+    """` (did you mean X?)` for the closest valid id, or nothing when none is close."""
+    close = difflib.get_close_matches(word, list(valid), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def load_policy(
+    path: Path | None,
+    exercises: Iterable[str],
+    checks: Callable[[str], Collection[str]] = exercise_checks,
+) -> CoursePolicy:
+    """course.toml at `path`, checked against the course's exercise ids and each exercise's
+    check ids (`checks(exercise)`, read only for an exercise whose visibility names checks); None:
+    everything open, no limits. Any problem is a PolicyError, one line per problem, naming the
+    closest valid id."""
     if path is None:
         return CoursePolicy()
     shown = shown_path(path)
@@ -208,14 +264,44 @@ def load_policy(path: Path | None, exercises: Iterable[str]) -> CoursePolicy:
         raise PolicyError("\n".join(f"{shown}: {p}" for p in problems)) from None
     valid = sorted(set(exercises))
     known = ", ".join(valid) or "(none)"
-    unknown = [f"exercises.{e}" for e in policy.exercises if e not in valid] + [
-        f"extensions[{i}].exercise" for i, x in enumerate(policy.extensions, 1) if x.exercise not in valid
+    unknown = [(f"exercises.{e}", e) for e in policy.exercises if e not in valid] + [
+        (f"extensions[{i}].exercise", x.exercise)
+        for i, x in enumerate(policy.extensions, 1)
+        if x.exercise not in valid
     ]
     if unknown:
         raise PolicyError(
-            "\n".join(f"{shown}: {where}: unknown exercise; the exercises are: {known}" for where in unknown)
+            "\n".join(
+                f"{shown}: {where}: unknown exercise{_closest(e, valid)}; the exercises are: {known}"
+                for where, e in unknown
+            )
         )
+    problems = []
+    for e, ex in policy.exercises.items():
+        named = ex.visibility.checks
+        ids = sorted(checks(e)) if named else []
+        problems += [
+            f"{shown}: exercises.{e}.visibility.checks.{c}: {e} has no check {c}{_closest(c, ids)}"
+            for c in named
+            if c not in ids
+        ]
+    if problems:
+        raise PolicyError("\n".join(problems[:SHOWN_PROBLEMS]))
     return policy
+
+
+def check_learners(policy: CoursePolicy, path: Path, known: Collection[str]) -> None:
+    """Refuse (PolicyError) an `[[extensions]]` entry for a learner not in `known` (the
+    gradebook's learners, or a roster's): an extension for a mistyped id extends nobody."""
+    shown = shown_path(path)
+    problems = [
+        f"{shown}: extensions[{i}].learner: no learner {x.learner!r} in the gradebook or roster"
+        f"{_closest(x.learner, known)}"
+        for i, x in enumerate(policy.extensions, 1)
+        if x.learner not in known
+    ]
+    if problems:
+        raise PolicyError("\n".join(problems[:SHOWN_PROBLEMS]))
 
 
 def _field_path(loc: Sequence) -> str:
@@ -502,6 +588,15 @@ def admit(
 # -- which upload counts ------------------------------------------------------------------------
 
 
+class Scored(Protocol):
+    """What `counted` reads of a grade: a Grade, or a list's summary of one (queue.RunSummary)."""
+
+    @property
+    def score(self) -> float: ...
+    @property
+    def max_score(self) -> float: ...
+
+
 class UploadLike(Protocol):
     """What `counted` reads of an upload (grader.store.queue.Upload has it)."""
 
@@ -514,20 +609,26 @@ class UploadLike(Protocol):
     @property
     def chosen(self) -> bool: ...
     @property
-    def grade(self) -> Grade | None: ...
+    def grade(self) -> Scored | None: ...
 
 
-def score_after_penalty(grade: Grade, penalty: float) -> float:
+def score_after_penalty(grade: Scored, penalty: float) -> float:
     return max(grade.score - penalty * grade.max_score, 0.0)
 
 
 def counted(
-    policy: CoursePolicy, exercise: str, uploads: Sequence[UploadLike], deadlines: Deadlines
+    policy: CoursePolicy,
+    exercise: str,
+    uploads: Sequence[UploadLike],
+    deadlines: Deadlines,
+    *,
+    sealed: bool = False,
 ) -> int | None:
     """The id of the upload that counts, among the graded ones (None: none is graded yet):
     'last-on-time' the last received on time (after extensions and spent late days), else the
     last graded; 'best' the highest score after the late penalty (the later of equals); 'chosen'
-    the one the learner chose, else as 'last-on-time'."""
+    the one the learner chose, else as 'last-on-time'. `sealed` (sealed_now, for the learner's
+    own view): 'best' says 'last-on-time' until then, since which upload scored best is a result."""
     graded = sorted((u for u in uploads if u.grade is not None), key=lambda u: (u.received_at, u.id))
     if not graded:
         return None
@@ -536,7 +637,7 @@ def counted(
         return lateness(policy, exercise, u.received_at, deadlines, u.late_days_spent)
 
     rule = policy.exercise(exercise).counts
-    if rule == "best":
+    if rule == "best" and not sealed:
         return max(
             graded,
             key=lambda u: (score_after_penalty(u.grade, late(u).penalty), u.received_at, u.id),  # type: ignore[arg-type]
@@ -555,17 +656,27 @@ def counted(
 def shown(
     visibility: Visibility, *, now: datetime, deadlines: Deadlines, released_at: datetime | None
 ) -> bool:
-    """Whether a check of this visibility is shown in full now. `after_due` applies at the
-    learner's own due; with no due date it waits for the release (a hidden check never shows by
-    default); `hidden` is never shown in full, release or not (the instructor keeps its details)."""
+    """Whether a check of this visibility is shown in full now. `after_due` and `sealed` apply at
+    the learner's own due; with no due date they wait for the release (a hidden check never shows
+    by default); `hidden` is never shown in full, release or not (the instructor keeps its details)."""
     released = released_at is not None and released_at <= now
     if visibility == "visible":
         return True
     if visibility == "hidden":
         return False
-    if visibility == "after_due":
+    if visibility in ("after_due", "sealed"):
         return now >= deadlines.due if deadlines.due is not None else released
     return released
+
+
+def sealed_now(
+    policy: CoursePolicy, exercise: str, *, now: datetime, deadlines: Deadlines, released_at: datetime | None
+) -> bool:
+    """Whether a `sealed` check of `exercise` still hides its result from the learner now: a list
+    of their uploads then shows no score or result, and 'best' does not say which one counts."""
+    return policy.exercise(exercise).visibility.seals and not shown(
+        "sealed", now=now, deadlines=deadlines, released_at=released_at
+    )
 
 
 def duration(minutes: float) -> Message:
@@ -578,6 +689,22 @@ def duration(minutes: float) -> Message:
     if hours:
         return msg("{hours} h {minutes} min", hours=hours, minutes=mins)
     return msg("{minutes} min", minutes=mins)
+
+
+def _sealed_notice(count: int, deadlines: Deadlines) -> Message:
+    """Why some checks are missing from the grade, and until when."""
+    if deadlines.due is not None:
+        return msg(
+            "{count} check(s) are sealed until the due time, {due}: their results and points are "
+            "not in this grade yet",
+            count=count,
+            due=utc(deadlines.due),
+        )
+    return msg(
+        "{count} check(s) are sealed until the instructor releases them: their results and points "
+        "are not in this grade yet",
+        count=count,
+    )
 
 
 def _hidden_notice(
@@ -619,15 +746,44 @@ def visible_view(
     points and max_points, and loses its message, symptoms, evidence, curve and root causes; the diagnoses of
     it go; while any check is hidden the grade's own symptoms, the diagnoses that name no check and
     the printed output go too (they may tell what a hidden check found), and a warning says why.
-    A late penalty lowers the score (never below 0) and adds a warning saying how late and what it
-    cost."""
+    A `sealed` check not due yet goes whole, with its diagnoses: the score and max_score are those
+    of the other checks, and `passed` says whether they all passed (False when none is left), so
+    neither its result nor its points can be read off the grade; a warning says how many are
+    sealed and until when. A late penalty lowers the score (never below 0) and adds a warning
+    saying how late and what it cost."""
     visibility = policy.exercise(exercise).visibility
-    hidden = {
+    withheld = {
         c.id
         for c in grade.checks
         if not shown(visibility.of(c.id), now=now, deadlines=deadlines, released_at=released_at)
     }
+    sealed = {c for c in withheld if visibility.of(c) == "sealed"}
+    hidden = withheld - sealed
     view = grade.model_copy(deep=True)
+    if sealed:
+        gone = [c for c in view.checks if c.id in sealed]
+        # a check built on a sealed one would tell, by naming it as its root cause, that it failed
+        view.checks = [
+            CheckResult.model_validate(
+                {**c.model_dump(), "caused_by": [r for r in c.caused_by if r not in sealed]}
+            )
+            if sealed & set(c.caused_by)
+            else c
+            for c in view.checks
+            if c.id not in sealed
+        ]
+        view.adjustments = []  # their before and after are of the whole score
+        view.score = max(view.score - sum(c.points for c in gone), 0.0)
+        view.max_score = max(view.max_score - sum(c.max_points for c in gone), 0.0)
+        view.passed = view.error is None and bool(view.checks) and all(c.passed for c in view.checks)
+        view.diagnosis = [d for d in view.diagnosis if d.check not in sealed]
+        view.warnings = [*view.warnings, Note(message=_sealed_notice(len(gone), deadlines))]
+    if withheld:
+        # a diagnosis naming no check, the grade's symptoms and its printed output could be of a
+        # withheld check: they go too
+        view.diagnosis = [d for d in view.diagnosis if d.check is not None]
+        view.symptoms = []
+        view.output = Printed()
     if hidden:
         view.checks = [
             # validated anew (not model_copy): its measured text size must be the new one's
@@ -649,10 +805,7 @@ def visible_view(
             else c
             for c in view.checks
         ]
-        # a diagnosis naming no check could be of a hidden one: it goes too, as the symptoms do
-        view.diagnosis = [d for d in view.diagnosis if d.check is not None and d.check not in hidden]
-        view.symptoms = []
-        view.output = Printed()
+        view.diagnosis = [d for d in view.diagnosis if d.check not in hidden]
         view.warnings = [*view.warnings, Note(message=_hidden_notice(grade, hidden, visibility, deadlines))]
     if lateness.penalty > 0:
         score = score_after_penalty(view, lateness.penalty)
