@@ -108,6 +108,24 @@ For every exercise:
     LONG_POLL_SECONDS             20        the most one GET of a submission waits for its grade
     LONG_POLL_RECHECK_SECONDS     3         a waiting GET looks at the gradebook itself so often
     CLIENT_RESPONSE_BYTES         64 MiB    one answer the student client reads
+    CLIENT_JSON_VALUES            1,000,000 values in one JSON answer, counted before parsing
+    CLIENT_JSON_CONTAINERS        100,000   objects and arrays in one JSON answer, likewise
+    CLIENT_LIST_ITEMS             20,000    rows of one list answer (a class's grades, exercises)
+    SUBMISSIONS_PAGE              50        submissions in a page of a list (no `limit` asked)
+    SUBMISSIONS_PAGE_MAX          200       ... the most a page holds (`limit` above it: 422)
+    SUBMISSIONS_PER_EXERCISE      200       one learner's stored uploads of one exercise, then
+                                            409 (a repeat of the latest is no new upload)
+    HOME_SUBMISSIONS              20        the newest submissions a learner's home page lists
+    HISTORY_SUBMISSIONS           2,000     submissions `grader history` reads, page by page
+    KEEP_ALIVE_SECONDS            5         an idle connection between two requests
+    REQUEST_HEAD_SECONDS          10        a request's line and headers
+    REQUEST_BODY_SECONDS          120       a request's body, after its headers
+    HEAD_BYTES                    16 KiB    a request's line and headers
+    CONNECTIONS_PER_CLIENT        256       open connections of one address, then 429 at accept
+    MAX_CONNECTIONS               4,096     open connections in all, then 503 at accept ...
+    FD_RESERVE                    256       ... and at most the open-file limit less these
+    LISTEN_BACKLOG                128       connections waiting to be accepted; one accept burst
+    UPLOAD_MEMORY_BYTES           256 KiB   of an upload in memory; the rest in a temporary file
     ANSWER_CHARS                  200       a quiz answer string, before and after normalising
     ANSWER_ELEMENTS               10,000    a list answer, all elements together
     ANSWER_DIMS                   4         nesting depth of a list answer
@@ -279,6 +297,36 @@ LONG_POLL_SECONDS = 20.0
 # `grader serve`) is seen by looking this often, as the client's own polls at their slowest did
 LONG_POLL_RECHECK_SECONDS = 3.0
 CLIENT_RESPONSE_BYTES = 64 * MiB  # one answer the client reads: a history with its grades, a report
+# a JSON answer's shape, counted in its bytes before it is parsed (grader.client.api): 4 MiB of `{}`
+# would parse into 1.4 million dicts, 90 MB and more once read into models
+CLIENT_JSON_VALUES = 1_000_000  # values: a grade's evidence, a class's grades, far below this
+CLIENT_JSON_CONTAINERS = 100_000  # objects and arrays (~60 bytes each parsed): a class of 20,000 has 40,000
+CLIENT_LIST_ITEMS = 20_000  # rows of one list answer: a class's grades, the exercises, a status
+
+# -- history and lists (grader.store.queue, grader.service, grader.client) ---------------------
+# a list of submissions is paged by id (GET /api/v1/submissions?limit=&cursor=), each item a summary
+# (no checks, no evidence): a page costs the same with 5 submissions stored or 500
+SUBMISSIONS_PAGE = 50  # a page when the caller asks for no `limit`
+SUBMISSIONS_PAGE_MAX = 200  # the most one page holds; a larger `limit` is refused (422)
+# one learner's uploads of one exercise that the server stores (a dead letter, the server's failure,
+# not counted); past it 409: what counts, a status and a class report read them all
+SUBMISSIONS_PER_EXERCISE = 200
+HOME_SUBMISSIONS = 20  # the newest submissions a learner's home page lists
+HISTORY_SUBMISSIONS = 2_000  # `grader history` reads at most this many, page by page, then says so
+# the HTTP edge (grader.service.edge, grader.service.app): what one connection may hold, how long
+KEEP_ALIVE_SECONDS = 5.0  # an idle connection between two requests (uvicorn's timeout_keep_alive)
+REQUEST_HEAD_SECONDS = 10.0  # a request's line and headers, from its first byte or the connection's
+# a body, from its headers: UPLOAD_BYTES at 70 KB/s (a slow link); an upload is a few KiB of code
+REQUEST_BODY_SECONDS = 120.0
+HEAD_BYTES = 16 * KiB  # a request's line and headers (h11's max_incomplete_event_size)
+# open connections of one client address: a classroom behind one NAT address stays well inside it
+CONNECTIONS_PER_CLIENT = 256
+MAX_CONNECTIONS = 4_096  # open connections in all, and never more than the open-file limit allows ...
+FD_RESERVE = 256  # ... less these: the gradebook, the workers' pipes, the logs, a burst of accepts
+# the listening socket's queue, and how many connections asyncio accepts at one wake-up (each an open
+# file before the edge can refuse it): FD_RESERVE keeps room for one such burst
+LISTEN_BACKLOG = 128
+UPLOAD_MEMORY_BYTES = 256 * KiB  # of an upload kept in memory; the rest is spooled to a temporary file
 
 # -- quiz answers (grader.answers) ------------------------------------------------------------
 ANSWER_CHARS = 200  # a string answer, before and after normalisation

@@ -3,7 +3,9 @@
 A real HTTP server (http.server, one thread per request) on 127.0.0.1 and a free port, serving
 canned JSON for the endpoints the client calls, and recording what it received. Knobs:
 `drop_posts` (store an upload, then close the connection without answering, that many times),
-`refuse` (the next uploads answer this error), `polls_before_done`, `passed`, `final_status`.
+`refuse` (the next uploads answer this error), `polls_before_done`, `passed`, `final_status`,
+`page_size` and `list_answer` (GET /submissions in pages, or one list as before them), `repeat`,
+and `raw` (a path's answer as these bytes, whatever they are: a hostile server's).
 Used as a context manager, it is always shut down.
 """
 
@@ -70,6 +72,11 @@ class Stub:
         self.report_extra = ""
         self.starter_members: dict[str, bytes] = {"data.py": b"def load():\n    pass\n"}
         self.status_rows: list[dict] | None = None
+        self.page_size: int | None = None  # set: a page's size, whatever `limit` asks
+        self.list_answer = False  # answer GET /submissions with one list, as before the pages
+        self.list_queries: list[dict] = []  # the query of every GET /submissions
+        self.repeat = False  # every upload's answer says it repeated the latest one
+        self.raw: dict[str, bytes] = {}  # path (/api/v1/...) -> the JSON body answered, as it is
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -107,6 +114,8 @@ class Stub:
             return self.send(h, 200, {"status": "ok", "version": "stub"})
         if h.headers.get("Authorization") != f"Bearer {TOKEN}":
             return self.error(h, 401, "unauthorized", "unknown or revoked token")
+        if path in self.raw:
+            return self.send_bytes(h, 200, self.raw[path], "application/json")
         seg = path.removeprefix("/api/v1").strip("/").split("/")
         if method == "GET" and seg == ["me"]:
             return self.send(
@@ -132,7 +141,14 @@ class Stub:
         if method == "GET" and seg == ["submissions"]:
             with self.lock:
                 subs = [self.submission(u) for u in self.uploads if u["exercise"] == query.get("exercise")]
-            return self.send(h, 200, subs)
+                self.list_queries.append(query)
+            if self.list_answer:  # a server of before the pages: one list, all of them
+                return self.send(h, 200, subs)
+            start = int(query.get("cursor") or 0)  # the stub's cursor: an index (the server's is opaque)
+            end = start + (self.page_size or int(query.get("limit") or 50))
+            return self.send(
+                h, 200, {"items": subs[start:end], "next": str(end) if end < len(subs) else None}
+            )
         if method == "GET" and len(seg) >= 2 and seg[0] == "submissions" and seg[1].isdigit():
             with self.lock:
                 found = [u for u in self.uploads if u["id"] == int(seg[1])]
@@ -217,6 +233,7 @@ class Stub:
             "max_score": 10.0,
             "passed": self.passed if graded else None,
             "grade": None,
+            "repeat": self.repeat,
         }
 
     def send(self, h, status: int, data, headers: dict | None = None) -> None:

@@ -30,7 +30,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # the scheduler below, from these tables: xdist 3.8's own `xdist_group` mark does nothing under
 # pytest 9 (its worker writes the group into `item._nodeid`, which pytest 9 no longer reads).
 TIMING_FILES = {"test_server_load.py", "test_service.py", "test_server_e2e.py", "test_waiting.py",
-                "test_jail.py", "test_answers.py", "test_i18n.py", "test_budgets.py"}
+                "test_server_edge.py",
+                "test_jail.py", "test_answers.py", "test_i18n.py", "test_budgets.py",
+                "test_server_history.py", "test_server_fairness.py", "test_client_distrust.py"}
 WHOLE_FILES = {"test_gradescope_build.py", "test_instructor_week.py", "test_stored_reports.py",
                "test_batch.py", "test_cli.py", "test_pages.py", "test_store_grades.py",
                "test_learner_corpus.py", "test_course_cli.py", "test_client_install.py"}
@@ -154,10 +156,27 @@ def book(db):
 
 
 @pytest.fixture(scope="session")
-def student_install(shared_dir):
-    """The student install (`pip install .`, no extra, in a fresh venv), built once per run for
-    tests/test_client_install.py and tests/test_server_load.py, whichever xdist worker needs it
-    first: its bin folder."""
+def distribution_wheels(shared_dir):
+    """Both wheels of this checkout, the student's and the grading side's (`pip wheel`), built once
+    per run for tests/test_distributions.py and the student install, whichever xdist worker needs
+    them first: {"client": path, "grading": path}."""
+    from filelock import FileLock
+    from test_distributions import build_wheels
+
+    target = shared_dir / "wheels-built"
+    with FileLock(f"{target}.lock"):
+        if not (target / "built").exists():
+            shutil.rmtree(target, ignore_errors=True)   # a build that failed half-way
+            build_wheels(target)
+            (target / "built").write_text("")
+    return {name: next((target / name).glob("*.whl")) for name in ("client", "grading")}
+
+
+@pytest.fixture(scope="session")
+def student_install(shared_dir, distribution_wheels):
+    """The student install (`pip install gpt-bughunt-grader`: the student's wheel in a fresh venv),
+    built once per run for tests/test_client_install.py and tests/test_server_load.py, whichever
+    xdist worker needs it first: its bin folder."""
     from filelock import FileLock
     from test_client_install import student_venv
 
@@ -165,7 +184,7 @@ def student_install(shared_dir):
     with FileLock(f"{target}.lock"):
         if not (target / "built").exists():
             shutil.rmtree(target, ignore_errors=True)   # a build that failed half-way
-            student_venv(target)
+            student_venv(target, distribution_wheels["client"])
             (target / "built").write_text("")
     return target / "venv" / "bin"
 

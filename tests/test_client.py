@@ -617,7 +617,7 @@ def test_a_grading_command_on_the_student_install_says_which_install_it_needs(ar
         [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, timeout=120
     )
     assert json.loads(out.stdout.strip().splitlines()[-1])["code"] == 2, out.stderr
-    assert "this command needs the grading install: pip install 'gpt-bughunt-grader[grading]'" in out.stderr
+    assert "this command needs the grading install: pip install gpt-bughunt-grader-server" in out.stderr
     assert "Traceback" not in out.stderr
     out = subprocess.run(
         [sys.executable, "-c", code, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120
@@ -625,39 +625,37 @@ def test_a_grading_command_on_the_student_install_says_which_install_it_needs(ar
     assert "submit" in out.stdout and "grade" in out.stdout, out.stderr
 
 
-def test_a_command_that_meets_a_grading_module_late_says_so_too(tmp_path):
-    """`starter` needs no grading install for a code exercise, but a quiz's variant imports what
-    grades: the ModuleNotFoundError is caught where the command runs, with the same message."""
+def test_a_quiz_starter_is_made_without_anything_that_grades(tmp_path):
+    """A quiz's variant draws its parameters without torch (only its key needs it), so `starter`
+    writes a quiz's sheet, like a code exercise's starter, with every grading module blocked: the
+    web process that serves starters never loads torch either (tests/test_server_edge.py)."""
     code = BLOCKER % (sorted(GRADING_MODULES),) + PROBE % (HEAVY,)
-    out = subprocess.run(
-        [sys.executable, "-c", code, "starter", "day45-quiz", str(tmp_path / "q")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert json.loads(out.stdout.strip().splitlines()[-1])["code"] == 2, out.stderr
-    assert "needs the grading install" in out.stderr and "Traceback" not in out.stderr
-    out = subprocess.run(
-        [sys.executable, "-c", code, "starter", "day49-data", str(tmp_path / "d")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert json.loads(out.stdout.strip().splitlines()[-1])["code"] == 0, out.stderr
-    assert (tmp_path / "d" / "data.py").is_file()
+    for exercise, written in (("day45-quiz", "answers.toml"), ("day49-data", "data.py")):
+        out = subprocess.run(
+            [sys.executable, "-c", code, "starter", exercise, str(tmp_path / exercise)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+        assert json.loads(out.stdout.strip().splitlines()[-1])["code"] == 0, out.stderr
+        assert (tmp_path / exercise / written).is_file(), sorted((tmp_path / exercise).iterdir())
 
 
 def test_grading_modules_cover_the_grading_extra():
-    """Each distribution of the [grading] extra imports as one name of GRADING_IMPORTS, and each
-    of those is a distribution of the extra."""
+    """Each requirement of the grading distribution (pyproject.toml) but the client imports as one
+    name of GRADING_IMPORTS, and each of those is one of its requirements; the student's
+    distribution (client/pyproject.toml) requires click, httpx and pydantic only."""
     import importlib.metadata as md
     import re
 
-    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"][
-        "grading"
-    ]
+    from grader import __version__
+
+    grading = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    client = tomllib.loads((ROOT / "client" / "pyproject.toml").read_text())["project"]
+    pin = f"{client['name']}=={__version__}"
+    assert pin in grading["dependencies"]  # the client of this very version
+    extra = [r for r in grading["dependencies"] if r != pin]
     by_dist: dict[str, set[str]] = {}
     covered = set()
     for module, dists in md.packages_distributions().items():
@@ -669,5 +667,4 @@ def test_grading_modules_cover_the_grading_extra():
         assert module is not None, (requirement, by_dist.get(name))
         covered.add(module)
     assert covered == set(GRADING_IMPORTS)
-    base = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert sorted(re.match(r"[a-z]+", r)[0] for r in base) == ["click", "httpx", "pydantic"]
+    assert sorted(re.match(r"[a-z]+", r)[0] for r in client["dependencies"]) == ["click", "httpx", "pydantic"]

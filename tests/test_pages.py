@@ -63,7 +63,9 @@ def solution_grade() -> Grade:
 def mutant_grade() -> Grade:
     mutant = next(m for m in load_mutants() if m.id == "no-causal-mask")
     with tempfile.TemporaryDirectory() as tmp:
-        code, data = grade_store.shared().cli_json(EXERCISE, apply_mutant(mutant, EXERCISE, Path(tmp) / "sub"))
+        code, data = grade_store.shared().cli_json(
+            EXERCISE, apply_mutant(mutant, EXERCISE, Path(tmp) / "sub")
+        )
     assert code == 1
     return Grade.model_validate(data)
 
@@ -73,14 +75,24 @@ def mutant_grade() -> Grade:
 
 def upload(id, learner, grade: Grade | None, status="graded", minutes=0.0, counted=False):
     return {
-        "id": id, "exercise": EXERCISE, "learner": learner, "status": status,
-        "received_at": (T0 + timedelta(minutes=id)).isoformat(), "digest": f"{id:064x}",
+        "id": id,
+        "exercise": EXERCISE,
+        "learner": learner,
+        "status": status,
+        "received_at": (T0 + timedelta(minutes=id)).isoformat(),
+        "digest": f"{id:064x}",
         "files": [{"name": "attention.py", "size": 1234}],
-        "late": {"minutes": minutes, "days": int(minutes // 1440) + (minutes > 0),
-                 "penalty": 0.1 * (minutes > 0)},
-        "late_days_spent": 0, "counted": counted,
-        "score": grade.score if grade else None, "max_score": grade.max_score if grade else None,
-        "passed": grade.passed if grade else None, "grade": None,
+        "late": {
+            "minutes": minutes,
+            "days": int(minutes // 1440) + (minutes > 0),
+            "penalty": 0.1 * (minutes > 0),
+        },
+        "late_days_spent": 0,
+        "counted": counted,
+        "score": grade.score if grade else None,
+        "max_score": grade.max_score if grade else None,
+        "passed": grade.passed if grade else None,
+        "grade": None,
     }
 
 
@@ -113,10 +125,15 @@ class PagesService:
     def submission(self, account, upload_id):
         return self._mine(account, upload_id)
 
-    def submissions(self, account, exercise=None, learner=None):
+    def submissions(self, account, exercise=None, learner=None, *, limit=50, cursor=None, newest_first=False):
+        """One page, as Service.submissions answers (the stand-in has only a few)."""
         who = learner if account.role == "instructor" else account.learner
-        return [u for u in self.uploads.values()
-                if (who is None or u["learner"] == who) and exercise in (None, u["exercise"])]
+        items = [
+            u
+            for u in self.uploads.values()
+            if (who is None or u["learner"] == who) and exercise in (None, u["exercise"])
+        ]
+        return {"items": (items[::-1] if newest_first else items)[:limit], "next": None}
 
     def choose(self, account, upload_id):
         chosen = self.uploads[upload_id]
@@ -132,23 +149,36 @@ class PagesService:
         return self.grades[upload_id].model_copy(update={"student": found["learner"]})
 
     def status(self, account, exercise=None):
-        mine = self.submissions(account, EXERCISE)
+        mine = self.submissions(account, EXERCISE)["items"]
         counted = next((u for u in mine if u["counted"]), None)
-        return [{"exercise": EXERCISE,
-                 "deadlines": {"opens": None, "due": "2026-11-08T23:59:00+08:00", "closes": None},
-                 "submissions": len(mine), "counted": counted["id"] if counted else None,
-                 "score": counted["score"] if counted else None,
-                 "max_score": counted["max_score"] if counted else None,
-                 "tokens_left": 3, "next_submission_at": None}]
+        return [
+            {
+                "exercise": EXERCISE,
+                "deadlines": {"opens": None, "due": "2026-11-08T23:59:00+08:00", "closes": None},
+                "submissions": len(mine),
+                "counted": counted["id"] if counted else None,
+                "score": counted["score"] if counted else None,
+                "max_score": counted["max_score"] if counted else None,
+                "tokens_left": 3,
+                "next_submission_at": None,
+            }
+        ]
 
     def class_grades(self, exercise):
         rows = []
         for learner, name in (("alice", "Alice"), ("bob", None), (EVIL, EVIL_NAME)):
             mine = [u for u in self.uploads.values() if u["learner"] == learner]
             counted = next((u for u in mine if u["counted"]), None)
-            rows.append({"learner": learner, "name": name, "submission": counted and counted["id"],
-                         "score": counted and counted["score"], "max_score": counted and counted["max_score"],
-                         "late": counted and counted["late"]})
+            rows.append(
+                {
+                    "learner": learner,
+                    "name": name,
+                    "submission": counted and counted["id"],
+                    "score": counted and counted["score"],
+                    "max_score": counted and counted["max_score"],
+                    "late": counted and counted["late"],
+                }
+            )
         return rows
 
 
@@ -172,8 +202,13 @@ def course(tmp_path):
     app = FastAPI()
     app.include_router(pages.router)
     app.state.service = service
-    yield SimpleNamespace(app=app, service=service, tokens=tokens, gradebook=gradebook,
-                          client=lambda **kw: TestClient(app, follow_redirects=False, **kw))
+    yield SimpleNamespace(
+        app=app,
+        service=service,
+        tokens=tokens,
+        gradebook=gradebook,
+        client=lambda **kw: TestClient(app, follow_redirects=False, **kw),
+    )
     gradebook.close()
 
 
@@ -210,8 +245,10 @@ def test_the_sign_in_form_when_not_signed_in(course):
     assert SESSION_COOKIE not in set_cookies(page)
     for name, value in SECURITY_HEADERS.items():
         assert page.headers[name] == value
-    assert "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'" in (
-        page.headers["content-security-policy"])
+    assert (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'"
+        in (page.headers["content-security-policy"])
+    )
 
 
 def test_signing_in_sets_a_strict_http_only_session_cookie(course):
@@ -241,7 +278,7 @@ def test_a_wrong_token_is_the_form_again_with_one_message_and_no_cookie(course):
         assert SESSION_COOKIE not in set_cookies(response)
         assert "That token is not valid. Check it and try again." in response.text
         bodies.append(response.text)
-    assert len(set(bodies)) == 1        # unknown, revoked, near miss, junk: nothing tells them apart
+    assert len(set(bodies)) == 1  # unknown, revoked, near miss, junk: nothing tells them apart
     assert 'action="/login"' in bodies[0]
 
 
@@ -260,10 +297,18 @@ def tamper(cookie: str, key: bytes) -> list[str]:
     payload signed by another server's key."""
     payload, signature = cookie.split(".")
     other = pages._b64(b'[1, "0000000000000000", 9999999999]')
-    flip = lambda s, i: s[:i] + ("A" if s[i] != "A" else "B") + s[i + 1:]     # noqa: E731
-    return [flip(cookie, 0), flip(cookie, len(payload) - 1), flip(cookie, len(cookie) - 1),
-            f"{other}.{signature}", payload, "", cookie + "." + signature, f"{payload}.{signature[:-2]}",
-            sign_session(b"another server's key", read_session(key, cookie, T0.timestamp()))]
+    flip = lambda s, i: s[:i] + ("A" if s[i] != "A" else "B") + s[i + 1 :]  # noqa: E731
+    return [
+        flip(cookie, 0),
+        flip(cookie, len(payload) - 1),
+        flip(cookie, len(cookie) - 1),
+        f"{other}.{signature}",
+        payload,
+        "",
+        cookie + "." + signature,
+        f"{payload}.{signature[:-2]}",
+        sign_session(b"another server's key", read_session(key, cookie, T0.timestamp())),
+    ]
 
 
 def test_a_tampered_cookie_is_signed_out(course):
@@ -276,7 +321,7 @@ def test_a_tampered_cookie_is_signed_out(course):
         fresh.cookies.set(SESSION_COOKIE, forged)
         home = fresh.get("/")
         assert home.status_code == 200 and 'action="/login"' in home.text, forged
-        assert "Max-Age=0" in set_cookies(home)[SESSION_COOKIE]      # the bad cookie is cleared
+        assert "Max-Age=0" in set_cookies(home)[SESSION_COOKIE]  # the bad cookie is cleared
         assert fresh.get("/submissions/1").status_code == 303
 
 
@@ -308,7 +353,7 @@ def test_login_without_its_csrf_token_is_refused(course):
     token = course.tokens["alice"]
     assert client.post("/login", data={"token": token}).status_code == 403
     assert client.post("/login", data={"token": token, "csrf": "x" * 43}).status_code == 403
-    stranger = course.client()       # a token from another browser's form: no matching cookie
+    stranger = course.client()  # a token from another browser's form: no matching cookie
     their_csrf = form_csrf(client.get("/").text)
     assert stranger.post("/login", data={"token": token, "csrf": their_csrf}).status_code == 403
     response = sign_in(course.client(), token, origin="https://evil.example")
@@ -326,8 +371,8 @@ def test_logout_without_its_csrf_token_is_refused(course):
     csrf = form_csrf(home.text)
     elsewhere = {"origin": "https://evil.example"}
     assert client.post("/logout", data={"csrf": csrf}, headers=elsewhere).status_code == 403
-    assert client.get("/submissions/1").status_code == 200      # still signed in
-    other = signed_in(course, "bob")                             # bob's form's token is not alice's
+    assert client.get("/submissions/1").status_code == 200  # still signed in
+    other = signed_in(course, "bob")  # bob's form's token is not alice's
     assert client.post("/logout", data={"csrf": form_csrf(other.get("/").text)}).status_code == 403
 
 
@@ -362,7 +407,7 @@ def test_a_learners_report_is_the_html_report_of_the_visible_view(course):
     assert '<html lang="en">' in page.text
     zh = client.get("/submissions/2?lang=zh-TW")
     assert '<html lang="zh-Hant-TW">' in zh.text and "登出" in zh.text
-    assert 'href="/?lang=zh-TW"' in zh.text                     # the links keep the language
+    assert 'href="/?lang=zh-TW"' in zh.text  # the links keep the language
     accept = client.get("/submissions/2", headers={"accept-language": "zh-TW,zh;q=0.9,en;q=0.8"})
     assert '<html lang="zh-Hant-TW">' in accept.text
     french = client.get("/submissions/2", headers={"accept-language": "fr, en;q=0.5"})
@@ -378,16 +423,20 @@ def test_a_learner_counts_the_submission_they_choose(course):
     client = signed_in(course, "alice")
     page = client.get("/submissions/2")
     assert 'action="/submissions/2/choose"' in page.text
-    assert 'action="/submissions/1/choose"' not in client.get("/submissions/1").text    # counted already
-    assert 'action="/submissions/5/choose"' not in client.get("/submissions/5").text    # not graded
+    assert 'action="/submissions/1/choose"' not in client.get("/submissions/1").text  # counted already
+    assert 'action="/submissions/5/choose"' not in client.get("/submissions/5").text  # not graded
     csrf = form_csrf(page.text)
     assert client.post("/submissions/2/choose", data={}).status_code == 403
-    assert client.post("/submissions/2/choose", data={"csrf": csrf},
-                       headers={"origin": "https://evil.example"}).status_code == 403
+    assert (
+        client.post(
+            "/submissions/2/choose", data={"csrf": csrf}, headers={"origin": "https://evil.example"}
+        ).status_code
+        == 403
+    )
     assert not course.service.uploads[2]["counted"]
     bob = signed_in(course, "bob")
     bobs = form_csrf(bob.get("/").text)
-    assert bob.post("/submissions/2/choose", data={"csrf": bobs}).status_code == 404     # not his
+    assert bob.post("/submissions/2/choose", data={"csrf": bobs}).status_code == 404  # not his
     prof = signed_in(course, "prof")
     assert 'action="/submissions/2/choose"' not in prof.get("/submissions/2").text
     assert prof.post("/submissions/2/choose", data={"csrf": form_csrf(prof.get("/").text)}).status_code == 404
@@ -402,9 +451,17 @@ def test_another_learners_submission_is_the_same_404_as_a_missing_one(course):
     assert client.get("/submissions/3").status_code == 200
     missing = client.get("/submissions/999")
     assert missing.status_code == 404
-    for other in ("/submissions/1", "/submissions/2", "/submissions/5", "/submissions/4", "/submissions/x",
-                  "/submissions/-1", "/submissions/99999999999999999999999", "/submissions/%C2%B2",
-                  "/submissions/%EF%BC%91"):   # ² and a full-width 1: str.isdigit says yes
+    for other in (
+        "/submissions/1",
+        "/submissions/2",
+        "/submissions/5",
+        "/submissions/4",
+        "/submissions/x",
+        "/submissions/-1",
+        "/submissions/99999999999999999999999",
+        "/submissions/%C2%B2",
+        "/submissions/%EF%BC%91",
+    ):  # ² and a full-width 1: str.isdigit says yes
         response = client.get(other)
         assert (response.status_code, response.text) == (404, missing.text), other
 
@@ -439,14 +496,17 @@ def test_the_class_report_and_a_learners_grades(course):
     client = signed_in(course, "prof")
     report = client.get(f"/class/{EXERCISE}")
     assert report.status_code == 200
-    assert 'data-stat="submissions" data-value="3"' in report.text       # alice, bob, evil counted
+    assert 'data-stat="submissions" data-value="3"' in report.text  # alice, bob, evil counted
     assert 'data-stat="passed" data-value="2"' in report.text
     assert report.text.count('class="submission"') == 3
     alice = client.get(f"/class/{EXERCISE}/alice")
     assert alice.status_code == 200
-    assert set(re.findall(r'href="(/submissions/\d+)"', alice.text)) == {"/submissions/1", "/submissions/2",
-                                                                          "/submissions/5"}
-    assert client.get("/submissions/3").status_code == 200                # an instructor sees the class
+    assert set(re.findall(r'href="(/submissions/\d+)"', alice.text)) == {
+        "/submissions/1",
+        "/submissions/2",
+        "/submissions/5",
+    }
+    assert client.get("/submissions/3").status_code == 200  # an instructor sees the class
     assert client.get("/class/no-such-exercise").status_code == 404
 
 
@@ -474,7 +534,7 @@ def test_a_learner_id_or_name_with_markup_is_shown_as_text(course):
         assert "evil.example" not in html or "&lt;img src=https://evil.example" in html, where
     assert "&lt;script&gt;alert(&#39;id&#39;)&lt;/script&gt;" in seen["/ (instructor)"]
     assert "&lt;script&gt;alert(&#39;name&#39;)&lt;/script&gt;" in seen["/ (instructor)"]
-    assert "&lt;script&gt;alert(&#39;id&#39;)&lt;/script&gt;" in seen["/ (learner)"]     # signed in as ...
+    assert "&lt;script&gt;alert(&#39;id&#39;)&lt;/script&gt;" in seen["/ (learner)"]  # signed in as ...
 
 
 class Tags(HTMLParser):
@@ -502,14 +562,19 @@ def test_every_page_is_self_contained(course):
             assert not any(a.startswith("on") for a in attrs), (where, tag, attrs)
         assert not re.search(r"(?i)url\(\s*['\"]?\s*(https?:)?//", html), where
         assert "@import" not in html, where
-        assert any(tag == "style" for tag, _ in tags), where          # its CSS is inline
+        assert any(tag == "style" for tag, _ in tags), where  # its CSS is inline
 
 
 def test_every_response_carries_the_security_headers(course):
     learner = signed_in(course, "alice")
-    for response in (learner.get("/"), learner.get("/submissions/1"), learner.get("/submissions/999"),
-                     learner.get(f"/class/{EXERCISE}"), course.client().get("/submissions/1"),
-                     learner.post("/logout", data={})):
+    for response in (
+        learner.get("/"),
+        learner.get("/submissions/1"),
+        learner.get("/submissions/999"),
+        learner.get(f"/class/{EXERCISE}"),
+        course.client().get("/submissions/1"),
+        learner.post("/logout", data={}),
+    ):
         assert response.headers["x-frame-options"] == "DENY"
         assert response.headers["content-security-policy"] == SECURITY_HEADERS["Content-Security-Policy"]
         assert response.headers["cache-control"] == "no-store"

@@ -21,7 +21,7 @@ from grader.limits import IDEMPOTENCY_KEY_CHARS, JOB_ATTEMPTS, MESSAGE_BYTES
 from grader.models import CheckResult, Grade
 from grader.store import Gradebook, Incoming, Outcome, migrate
 from grader.store.gradebook import make_engine
-from grader.store.queue import Queue, QueueFull
+from grader.store.queue import Queue, QueueFull, fair_share
 from grader.store.schema import GradeRun, Job, Submission, UploadRow
 
 EXERCISE = "day45-attention"
@@ -82,7 +82,7 @@ def test_an_idempotent_replay_is_the_same_upload_and_stores_nothing(book, versio
     other = q.submit("bob", EXERCISE, version, files(1), idempotency_key="k-1")   # keys are per learner
     assert other.id != first.id and other.created
     longest = "k" * IDEMPOTENCY_KEY_CHARS
-    assert q.submit("bob", EXERCISE, version, files(1), idempotency_key=longest).created
+    assert q.submit("bob", EXERCISE, version, files(2), idempotency_key=longest).created
     for bad in ("", "k" * (IDEMPOTENCY_KEY_CHARS + 1), "k\x00", "k 1", "ключ"):
         with pytest.raises(ValueError, match="idempotency key"):
             q.submit("bob", EXERCISE, version, files(1), idempotency_key=bad)
@@ -114,26 +114,34 @@ def test_concurrent_replays_of_one_idempotency_key_are_one_upload(book, version,
     assert count(book, UploadRow) == count(book, Job) == count(book, Submission) == 1
 
 
-def test_the_same_files_twice_are_one_submission_two_uploads_the_second_done_at_once(book, version):
+def test_the_same_files_again_after_others_are_one_submission_two_uploads_the_second_done_at_once(
+    book, version
+):
+    """(The same files as the latest upload are no upload at all: a repeat, tests/test_server_history.py.)"""
     q = Queue(book, "test:1:a")
     first = q.submit("alice", EXERCISE, version, files(1))
     (lease,) = q.lease()
     run_id = q.complete(lease, graded())
+    q.submit("alice", EXERCISE, version, files(2))
+    (other,) = q.lease()
+    q.complete(other, graded(3.0))
     second = q.submit("alice", EXERCISE, version, files(1))
-    assert second.id != first.id and second.submission_id == first.submission_id
+    assert second.id != first.id and second.submission_id == first.submission_id and not second.repeat
     assert second.status == "graded" and second.run_id == run_id and second.grade is not None
     assert q.upload(second.id) == second
-    assert q.lease() == [] and count(book, GradeRun) == 1 and count(book, Submission) == 1
+    assert q.lease() == [] and count(book, GradeRun) == 2 and count(book, Submission) == 2
 
 
 def test_two_queued_uploads_of_the_same_files_are_graded_once(book, version):
     q = Queue(book, "test:1:a")
     a = q.submit("alice", EXERCISE, version, files(1))
+    q.submit("alice", EXERCISE, version, files(2))
     b = q.submit("alice", EXERCISE, version, files(1))
-    first, second = q.lease(2)
+    first, between, second = q.lease(3)
     run_id = q.complete(first, graded())
+    q.complete(between, graded(5.0))
     assert q.complete(second, graded(3.0)) == run_id      # already graded: that run, no second one
-    assert count(book, GradeRun) == 1
+    assert count(book, GradeRun) == 2
     assert q.upload(a.id).grade.score == q.upload(b.id).grade.score == 10.0
 
 
@@ -297,6 +305,55 @@ def test_concurrent_processes_never_share_a_job(book, version, db):
     taken = [j for r in results for j in r]
     assert sorted(taken) == sorted(set(taken)) and len(taken) == n
     assert count(book, GradeRun) == n and q.stats()["queued"] == 0
+
+
+# -- the fair share: round-robin by learner ----------------------------------------------------------
+
+def test_fair_share_gives_everyone_with_nothing_running_a_job_before_anyone_a_second():
+    queued = [(10, 1), (11, 1), (12, 1), (13, 2), (14, 2), (15, 3)]  # (job, learner), oldest first
+    assert fair_share({}, queued, limit=6, start=6) == [10, 13, 15, 11, 14, 12]
+    assert fair_share({}, queued, limit=2, start=2) == [10, 13], "the longest waiting first"
+    assert fair_share({1: 1}, queued, limit=3, start=3) == [13, 15, 10], "1 has one running: last"
+    assert fair_share({1: 2, 2: 1}, queued, limit=2, start=2) == [15, 13], "the fewest running first"
+    # past `start` the jobs are held ahead of a worker: only a learner's first job may be
+    assert fair_share({1: 1}, queued, limit=4, start=0) == [13, 15]
+    assert fair_share({1: 1, 2: 1, 3: 1}, queued, limit=4, start=0) == []
+    assert fair_share({}, [(10, 1), (11, 1)], limit=4, start=1) == [10]
+    assert fair_share({}, [(10, 1), (11, 1)], limit=4, start=4) == [10, 11], "no one else waits"
+    assert fair_share({}, [], limit=4, start=4) == []
+
+
+def test_leases_go_round_robin_by_learner_over_every_servers_leases(book, version):
+    """Issue 28: one learner's four uploads that hang until the wall limit held both workers and
+    the jobs leased ahead of them, while another learner's quick upload waited behind all four."""
+    here, there = Queue(book, "test:1:here"), Queue(book, "test:2:there")
+    for who, n in (("alice", 3), ("bob", 2), ("carol", 1)):  # alice's three came first
+        for i in range(n):
+            here.submit(who, EXERCISE, version, files(f"'{who}-{i}'"))
+
+    def learners(leases):
+        return [lease.learner for lease in leases]
+
+    first = here.lease(2)
+    assert learners(first) == ["alice", "bob"] and [lease.attempt for lease in first] == [1, 1]
+    assert learners(there.lease(1)) == ["carol"], "another server's leases count: carol's turn"
+    assert there.lease(4, start=0) == [], "everyone has one running: no second job is held ahead"
+    assert learners(there.lease(3, start=1)) == ["alice"], "a free worker: the oldest second job"
+    assert learners(here.lease(1)) == ["bob"], "bob has fewer running than alice"
+    dave = here.submit("dave", EXERCISE, version, files("'dave'"))
+    (late,) = there.lease(3, start=0)
+    assert (late.learner, late.upload_id) == ("dave", dave.id), "a newcomer is held ahead at once"
+    for lease in first:
+        assert here.complete(lease, graded()) is not None
+    assert learners(here.lease(3)) == ["alice"] and here.lease(3) == []
+
+
+def test_a_learner_alone_in_the_queue_gets_every_free_worker(book, version):
+    q = Queue(book, "test:1:a")
+    for i in range(4):
+        q.submit("alice", EXERCISE, version, files(i))
+    assert [lease.learner for lease in q.lease(4, start=2)] == ["alice", "alice"]
+    assert q.lease(2, start=0) == [] and q.stats()["queued"] == 2
 
 
 # -- choosing, extensions, releases -----------------------------------------------------------------

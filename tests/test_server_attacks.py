@@ -18,7 +18,7 @@ import pytest
 import test_service
 from test_service import PLANTED, ROOT, error_of, quiz_sheet, zip_of
 
-from grader.limits import UPLOAD_BYTES
+from grader.limits import SUBMISSIONS_PAGE_MAX, UPLOAD_BYTES
 
 course, clients = test_service.course, test_service.clients  # its module-scoped fixtures, used by name
 
@@ -139,7 +139,7 @@ def test_a_student_cannot_ask_for_another_learners_list_or_an_instructor_route(c
         r = clients["frank"].get("/submissions", params=params)
         assert r.status_code in (200, 422), r.text
         if r.status_code == 200:
-            assert all(s["learner"] == "frank" for s in r.json())
+            assert all(s["learner"] == "frank" for s in r.json()["items"])
     assert clients["frank"].get("/status", params={"exercise": "%"}).status_code == 404
 
 
@@ -170,7 +170,7 @@ SHADOWS = [
 @pytest.mark.parametrize("entries", SHADOWS)
 def test_files_named_like_the_graders_are_never_stored(clients, entries):
     r = clients["erin"].upload("day45-attention", raw_zip(entries))
-    if r.status_code == 202:
+    if r.status_code in (200, 202):  # 200: the same learner files as the case before, a repeat
         assert [f["name"] for f in r.json()["files"]] == ["attention.py"], r.json()["files"]
     else:
         assert error_of(r)["code"] == "bad-upload"
@@ -196,7 +196,7 @@ def test_archives_that_lie_are_refused_or_read_as_the_grader_would(clients, body
 
 def test_a_chunked_body_over_the_cap_is_413_and_stores_nothing(course, clients):
     url, token = course["server"].url, course["tokens"]["bob"]
-    before = len(clients["bob"].get("/submissions").json())
+    before = len(clients["bob"].get("/submissions").json()["items"])
     head = (
         b"POST /api/v1/exercises/day45-attention/submissions HTTP/1.1\r\nHost: x\r\n"
         b"Authorization: Bearer " + token.encode() + b"\r\nContent-Type: application/zip\r\n"
@@ -208,7 +208,7 @@ def test_a_chunked_body_over_the_cap_is_413_and_stores_nothing(course, clients):
     assert status == 413 and b'"too-large"' in got, got[:300]
     status, got = raw(url, head.replace(b"Transfer-Encoding: chunked", b"Content-Length: -1"))
     assert status in (400, 413), got[:300]
-    assert len(clients["bob"].get("/submissions").json()) == before
+    assert len(clients["bob"].get("/submissions").json()["items"]) == before
 
 
 def test_a_content_type_lie_is_still_read_as_a_zip_or_refused(clients):
@@ -494,7 +494,8 @@ def test_one_learner_cannot_fill_the_queue_ahead_of_everyone(course, clients):
         codes.append(r.status_code)
         if r.status_code == 429:
             assert error_of(r)["code"] == "rate-limited" and int(r.headers["Retry-After"]) > 0
-    finished = sum(s["status"] in ("graded", "failed") for s in hank.get("/submissions").json())
+    mine = hank.get("/submissions", params={"limit": SUBMISSIONS_PAGE_MAX}).json()  # all hank's: 90 at most
+    finished = sum(s["status"] in ("graded", "failed") for s in mine["items"])
     assert codes.count(202) <= LEARNER_PENDING + finished, (codes.count(202), finished)
     r = clients["bob"].upload("day45-attention", {"attention.py": ATTENTION + b"# bob\n"})
     assert r.status_code == 202, r.text

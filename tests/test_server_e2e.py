@@ -284,10 +284,12 @@ def test_each_learner_logs_in_gets_the_starter_submits_and_waits_for_the_report(
         assert sub["status"] == "graded" and sub["learner"] == who and sub["exercise"] == exercise
         assert sub["passed"] is (code == 0)
 
-    # the JSON report on stdout, as a file would get it
+    # the JSON report on stdout, as a file would get it; the same files again are that very
+    # submission, a repeat (issue 28): not stored again
     proc = course.cli(A, "submit", CODE, work[A], "--wait", "--format", "json", timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["exercise"] == CODE
+    assert f"latest submission {course.uploads[A]} of {CODE}: not stored again" in proc.stderr
 
 
 def test_status_and_history(course):
@@ -303,9 +305,9 @@ def test_status_and_history(course):
         mine = json.loads(proc.stdout)
         assert mine and {s["learner"] for s in mine} == {who}
         assert course.uploads[who] in {s["id"] for s in mine}
-    # A uploaded the same files twice, both late (last-on-time with none on time): the last counts
+    # A sent the same files twice, one submission (the second was a repeat): late, and it counts
     history = json.loads(course.cli(A, "history", CODE, "--format", "json").stdout)
-    assert [s["counted"] for s in history] == [False, True]
+    assert [(s["id"], s["counted"]) for s in history] == [(course.uploads[A], True)]
     status = json.loads(course.cli(C, "status", QUIZ, "--format", "json").stdout)
     assert status[0]["counted"] == course.uploads[C] and status[0]["tokens_left"] == 0
 
@@ -349,6 +351,10 @@ def test_a_late_submission_gets_the_course_penalty(course):
 
 def test_the_rate_limit_answers_429_with_retry_after_and_submit_exits_3(course):
     work = course.learners[C].home / "work"
+    proc = course.cli(C, "submit", QUIZ, work, "--wait")  # the same files: a repeat, even at the limit
+    assert proc.returncode == 0 and "not stored again" in proc.stderr, (proc.stdout, proc.stderr)
+    sheet = work / "answers.toml"
+    sheet.write_text(sheet.read_text(encoding="utf-8") + "\n# once more\n", encoding="utf-8")
     proc = course.cli(C, "submit", QUIZ, work, "--wait")
     assert proc.returncode == 3, (proc.stdout, proc.stderr)
     assert "next submission is possible at" in proc.stderr, proc.stderr
@@ -359,7 +365,7 @@ def test_the_rate_limit_answers_429_with_retry_after_and_submit_exits_3(course):
         assert r.status_code == 429 and r.json()["error"]["code"] == "rate-limited", r.text
         wait = int(r.headers["Retry-After"])
         assert 0 < wait <= 600 * 60
-        assert len(api.get("/submissions", params={"exercise": QUIZ}).json()) == 1  # nothing stored
+        assert len(api.get("/submissions", params={"exercise": QUIZ}).json()["items"]) == 1  # nothing stored
     # not open yet, and closed: refused for now, exit 3
     for exercise, says in (("day48-quiz", "next submission is possible at"), ("day49-quiz", "no longer")):
         proc = course.cli(C, "submit", exercise, work, "--wait")
@@ -406,7 +412,7 @@ def test_learner_a_cannot_reach_b_by_any_route(course):
                 twin = api.request(method, url.format(**missing), **kw)
                 assert (twin.status_code, twin.content) == (r.status_code, r.content), (method, path)
             elif method == "GET" and path.endswith("/submissions"):
-                assert {s["learner"] for s in r.json()} == {A}  # ?learner=B: still A's own
+                assert {s["learner"] for s in r.json()["items"]} == {A}  # ?learner=B: still A's own
         assert tried == len(routes) - 1
     with course.browser(A) as web:
         home = web.get("/")
@@ -488,7 +494,7 @@ def test_no_answer_to_a_learner_holds_a_planted_string(course):
                 assert api.get(path).status_code == 200
             for exercise in (CODE, QUIZ):
                 assert api.get(f"/exercises/{exercise}/starter").status_code == 200
-            for s in api.get("/submissions").json():
+            for s in api.get("/submissions").json()["items"]:
                 for fmt in FORMATS:
                     for lang in ("en", "zh-TW"):
                         api.get(f"/submissions/{s['id']}/report", params={"format": fmt, "lang": lang})
@@ -505,7 +511,7 @@ def test_no_answer_to_a_learner_holds_a_planted_string(course):
 
 def submission_json_list(course: Course, who: str) -> list[dict]:
     with course.api(who) as api:
-        return api.get("/submissions").raise_for_status().json()
+        return api.get("/submissions").raise_for_status().json()["items"]
 
 
 # -- a waiting GET (a long poll) ---------------------------------------------------------------------

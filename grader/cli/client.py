@@ -171,6 +171,19 @@ def submit(exercise, path: Path, wait, fmt, lang, use_late_day, insecure):
         echo(show.say(msg("digest (SHA-256): {digest}", digest=packed.digest), lang), err=True)
         key = str(uuid.uuid4())  # one upload, however many times the network makes us send it
         sub = api.submit(exercise, packed.archive, key, use_late_day=use_late_day)
+        if sub.repeat:  # nothing stored, nothing spent: the server answered with that submission
+            echo(
+                show.say(
+                    msg(
+                        "these files are the same as your latest submission {id} of {exercise}: "
+                        "not stored again, and no submission or late day spent",
+                        id=sub.id,
+                        exercise=exercise,
+                    ),
+                    lang,
+                ),
+                err=True,
+            )
         if sub.digest and sub.digest != packed.digest:
             echo(
                 show.say(msg("warning: the server computed the digest {digest}", digest=sub.digest), lang),
@@ -314,10 +327,23 @@ def status(exercise, fmt, lang, insecure):
 def history(exercise, fmt, lang, insecure):
     """Your submissions of EXERCISE, oldest first (* marks the one that counts)."""
     with connect(insecure, lang) as api:
-        if fmt == "json":
-            print_json(api.raw("/submissions", exercise=exercise))
-            return
-        subs = api.submissions(exercise)
+        history = api.submissions(exercise)
+    if not history.complete:
+        echo(
+            show.say(
+                msg(
+                    "only your first {count} submissions of {exercise} are listed",
+                    count=len(history.items),
+                    exercise=exercise,
+                ),
+                lang,
+            ),
+            err=True,
+        )
+    if fmt == "json":  # the server's JSON of each, as it came: one list, however many pages
+        print_json(history.raw)
+        return
+    subs = history.items
     headers = [msg("submission"), msg("received"), msg("status"), msg("score"), msg("late"), msg("digest")]
     echo(
         show.table(

@@ -6,15 +6,19 @@ request waits CLIENT_TIMEOUT_SECONDS; after a network error or timeout, or a gat
 it is tried again up to CLIENT_RETRIES times, a little later each time, unchanged: an upload keeps
 its Idempotency-Key, so the server stores it once however many times it arrives. An answer is
 read up to CLIENT_RESPONSE_BYTES; one that is not a success raises grader.client.errors' class
-for it.
+for it. A JSON answer's shape is bounded before it is parsed (json_shape: CLIENT_JSON_VALUES,
+CLIENT_JSON_CONTAINERS) and a list answer's length before it is read into models
+(CLIENT_LIST_ITEMS): whatever the server sends, the client's memory stays within a few times
+the answer's bytes.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import httpx
@@ -23,13 +27,55 @@ from pydantic import TypeAdapter, ValidationError
 from grader import __version__
 from grader.client.config import check_token, check_token_url, normalize_server
 from grader.client.errors import ClientError, ServerFailure, from_answer
-from grader.client.models import ExerciseInfo, ExerciseStatus, Me, Submission
-from grader.limits import CLIENT_RESPONSE_BYTES, CLIENT_RETRIES, CLIENT_TIMEOUT_SECONDS, LONG_POLL_SECONDS
+from grader.client.models import ExerciseInfo, ExerciseStatus, Me, Submission, SubmissionPage
+from grader.limits import (
+    CLIENT_JSON_CONTAINERS,
+    CLIENT_JSON_VALUES,
+    CLIENT_LIST_ITEMS,
+    CLIENT_RESPONSE_BYTES,
+    CLIENT_RETRIES,
+    CLIENT_TIMEOUT_SECONDS,
+    HISTORY_SUBMISSIONS,
+    LONG_POLL_SECONDS,
+    SUBMISSIONS_PAGE_MAX,
+)
 from grader.locale import msg
 
 API = "/api/v1"
 GATEWAY_STATUSES = (502, 503, 504)  # a proxy that lost the server for a moment: worth a retry
 BACKOFF_SECONDS = 0.5  # the first pause before a retry; doubled each time (0.5, 1, 2)
+JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # one JSON string, its escapes included
+
+
+def json_shape(body: bytes) -> tuple[int, int]:
+    """The most values and containers (objects, arrays) `body` can parse into, counted in its
+    bytes without parsing: each container is a value, and every value after the first of a
+    container follows a comma. Commas and brackets inside strings are counted too, unless that
+    comes over a cap: then they are counted again with the strings taken out."""
+
+    def count(text: bytes) -> tuple[int, int]:
+        containers = text.count(b"{") + text.count(b"[")
+        return text.count(b",") + containers + 1, containers
+
+    values, containers = count(body)
+    if values > CLIENT_JSON_VALUES or containers > CLIENT_JSON_CONTAINERS:
+        values, containers = count(JSON_STRING.sub(b'""', body))
+    return values, containers
+
+
+@dataclass
+class History:
+    """What `Api.submissions` read: the submissions, the server's JSON of each (`grader history
+    --format json` prints it as it came), and whether these are all of them."""
+
+    items: list[Submission] = field(default_factory=list)
+    raw: list = field(default_factory=list)
+    complete: bool = True
+
+    def add(self, items: list[Submission], raw: list, most: int) -> None:
+        room = most - len(self.items)
+        self.items += items[:room]
+        self.raw += raw[:room]
 
 
 @dataclass(frozen=True)
@@ -39,6 +85,16 @@ class Reply:
     body: bytes
 
     def json(self):
+        values, containers = json_shape(self.body)
+        if values > CLIENT_JSON_VALUES or containers > CLIENT_JSON_CONTAINERS:
+            raise ServerFailure(
+                msg(
+                    "the server's answer holds more than {values} values or {containers} objects "
+                    "and lists; refusing to read it",
+                    values=f"{CLIENT_JSON_VALUES:,}",
+                    containers=f"{CLIENT_JSON_CONTAINERS:,}",
+                )
+            )
         try:
             return json.loads(self.body)
         except (ValueError, RecursionError):
@@ -129,8 +185,22 @@ class Api:
             return Reply(r.status_code, r.headers, bytes(body))
 
     def _model(self, model, method: str, path: str, **kw):
-        reply = self.request(method, path, **kw)
-        data = reply.json()
+        return self._valid(model, self.request(method, path, **kw).json(), path)
+
+    @staticmethod
+    def _valid(model, data, path: str, most: int = CLIENT_LIST_ITEMS):
+        """`data` as `model`, or ServerFailure: an answer this client does not understand, or a
+        list of more than `most` rows (refused before any row is read into a model)."""
+        if isinstance(data, list) and len(data) > most:
+            raise ServerFailure(
+                msg(
+                    "the server's answer to {path} lists {count} items, more than the {most} this "
+                    "client reads",
+                    path=path,
+                    count=f"{len(data):,}",
+                    most=f"{most:,}",
+                )
+            )
         try:
             return TypeAdapter(model).validate_python(data)
         except ValidationError as exc:
@@ -175,9 +245,29 @@ class Api:
         params = {"wait": f"{min(wait, LONG_POLL_SECONDS):g}"} if wait > 0 else {}
         return self._model(Submission, "GET", f"/submissions/{int(upload_id)}", params=params)
 
-    def submissions(self, exercise: str | None = None) -> list[Submission]:
-        params = {"exercise": exercise} if exercise else {}
-        return self._model(list[Submission], "GET", "/submissions", params=params)
+    def submissions(self, exercise: str | None = None, most: int = HISTORY_SUBMISSIONS) -> History:
+        """Your submissions (of `exercise`), oldest first, read page by page: at most `most` of
+        them, each page shape-checked. A server of before the pages answers one list: all of them."""
+        params: dict[str, str | int] = {"exercise": exercise} if exercise else {}
+        history = History()
+        cursor: str | None = None
+        while len(history.items) < most:
+            query = {**params, "limit": min(SUBMISSIONS_PAGE_MAX, most - len(history.items))}
+            if cursor is not None:
+                query["cursor"] = cursor
+            data = self.request("GET", "/submissions", params=query).json()
+            page = self._valid(SubmissionPage | list[Submission], data, "/submissions")
+            if isinstance(page, list):  # a list is all there is
+                history.add(page, data, most)
+                history.complete = len(page) <= most
+                return history
+            history.add(page.items, data["items"], most)
+            cursor = page.next
+            if cursor is None or not page.items:  # an empty page that names another would loop
+                history.complete = cursor is None
+                return history
+        history.complete = False
+        return history
 
     def report(self, upload_id: int, fmt: str, lang: str) -> str:
         reply = self.request(

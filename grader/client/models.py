@@ -7,13 +7,32 @@ every text is sanitised where it is shown (grader.client.show). Only what the cl
 
 from __future__ import annotations
 
+import keyword
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from grader.limits import SHORT_CHARS, UPLOAD_FILES
+from grader.limits import SHORT_CHARS, SUBMISSIONS_PAGE_MAX, UPLOAD_FILES
 
 FINISHED = ("graded", "failed")  # a submission's statuses that no longer change (the server's too)
+
+
+LEARNER_SUFFIXES = (".py", ".toml")  # a module, an answer sheet: what grader.submission reads
+
+
+def learner_file_name(name: str) -> bool:
+    """Could an exercise declare this learner file? A Python module (`attention.py`) or an answer
+    sheet (`answers.toml`, `diagnosis.toml`), its stem a name Python can import (as
+    grader.sources.helper_name reads a module), ASCII, not a dunder. Nothing else: a server that
+    names `id_ed25519` or `notes.txt` as an exercise's file gets no such file packed."""
+    stem, dot, suffix = name.rpartition(".")
+    return (
+        f"{dot}{suffix}" in LEARNER_SUFFIXES
+        and stem.isascii()
+        and stem.isidentifier()
+        and not keyword.iskeyword(stem)
+        and not stem.startswith("__")
+    )
 
 
 class Answer(BaseModel):
@@ -45,7 +64,8 @@ class ExerciseInfo(Answer):
     @classmethod
     def plain_file_names(cls, files: list[str]) -> list[str]:
         """A learner file's name becomes a zip member and a file `grader starter` writes: a plain
-        name in its folder, nothing that could climb out of it or act on a terminal."""
+        name in its folder, nothing that could climb out of it or act on a terminal, and a name
+        an exercise may declare (learner_file_name): `grader submit` packs no other file."""
         for name in files:
             if (
                 not name
@@ -55,6 +75,11 @@ class ExerciseInfo(Answer):
                 or not name.isprintable()
             ):
                 raise ValueError(f"not a plain file name: {name[:SHORT_CHARS]!r}")
+            if not learner_file_name(name):
+                raise ValueError(
+                    f"not a learner file an exercise may name (a .py module or a .toml answer "
+                    f"sheet): {name!r}"
+                )
         if len(set(files)) != len(files):
             raise ValueError("a file name appears twice")
         return files
@@ -96,17 +121,26 @@ class Submission(Answer):
     status: str
     received_at: datetime | None = None
     digest: str = ""
-    files: list[FileInfo] = []
+    files: list[FileInfo] = Field(default=[], max_length=UPLOAD_FILES)
     late: Late | None = None
     late_days_spent: int = 0
     counted: bool = False
     score: float | None = None
     max_score: float | None = None
     passed: bool | None = None
+    graded_at: datetime | None = None  # in a list's summary
+    repeat: bool = False  # the answer to an upload: it repeated the latest one, which it is
 
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
+
+
+class SubmissionPage(Answer):
+    """One page of GET /api/v1/submissions; `next` is the cursor of the page after it."""
+
+    items: list[Submission] = Field(max_length=SUBMISSIONS_PAGE_MAX)
+    next: str | None = Field(None, max_length=SHORT_CHARS)
 
 
 class Deadlines(Answer):

@@ -9,7 +9,11 @@ the server's own failures too), in the caller's language (`?lang=`, else Accept-
 Request bodies are capped before any route sees them (`BodyLimit`, a plain ASGI middleware): an
 upload at UPLOAD_BYTES, anything else at REQUEST_BYTES. A Content-Length over the cap is refused
 at once with 413 `too-large`; a body without one is counted as it streams in and refused the
-moment it passes the cap, the rest left unread.
+moment it passes the cap, the rest left unread. An upload's token is checked before the first
+byte of its body is read (401, its body unread, the connection closed), and the body streams into
+memory up to UPLOAD_MEMORY_BYTES, then into a temporary file (`Spool`): a slow or stalled upload
+holds a file, not the process's memory. How long a connection may take to send a request, and
+how many one address may hold open, is grader/service/edge.py's part.
 
 Auth: `Authorization: Bearer TOKEN` (grader tokens issue), or, for GET only, the browser pages'
 signed session cookie (grader/service/pages.py): a signed-in browser may read its own JSON and
@@ -20,9 +24,13 @@ write through it (the pages' own forms carry CSRF tokens).
 from __future__ import annotations
 
 import logging
+import os
 import re
+import tempfile
 import time
-from typing import Annotated, Literal
+from collections.abc import Callable
+from pathlib import Path as FilePath
+from typing import IO, Annotated, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -40,7 +48,10 @@ from grader.limits import (
     LONG_POLL_SECONDS,
     REQUEST_BYTES,
     SHORT_CHARS,
+    SUBMISSIONS_PAGE,
+    SUBMISSIONS_PAGE_MAX,
     UPLOAD_BYTES,
+    UPLOAD_MEMORY_BYTES,
 )
 from grader.locale import msg, normalize_lang
 from grader.service import pages
@@ -126,16 +137,66 @@ def server_error_response(request, exc: Exception) -> JSONResponse:
 
 def body_cap(method: str, path: str) -> int:
     """How many bytes a request's body may have: an upload's zip, or a JSON body."""
-    return UPLOAD_BYTES if method == "POST" and UPLOAD_PATH.match(path) else REQUEST_BYTES
+    return UPLOAD_BYTES if is_upload(method, path) else REQUEST_BYTES
+
+
+def is_upload(method: str, path: str) -> bool:
+    return method == "POST" and UPLOAD_PATH.match(path) is not None
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The token of an `Authorization: Bearer TOKEN` header; None for another scheme or none."""
+    scheme, _, token = (header or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+class Spool:
+    """A request body as it streams in: in memory up to `memory` bytes, then in a temporary file
+    (read_zip takes either); `body()` is what was received, `discard()` removes the file."""
+
+    def __init__(self, memory: int = UPLOAD_MEMORY_BYTES):
+        self.memory, self.size = memory, 0
+        self.chunks: list[bytes] = []
+        self.file: IO[bytes] | None = None
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.file is None and self.size > self.memory:
+            self.file = tempfile.NamedTemporaryFile(prefix="grader-upload-", suffix=".zip", delete=False)  # noqa: SIM115 - discard() removes it
+            self.file.write(b"".join(self.chunks))
+            self.chunks = []
+        if self.file is not None:
+            self.file.write(chunk)
+        else:
+            self.chunks.append(chunk)
+
+    def body(self) -> bytes | FilePath:
+        if self.file is None:
+            return b"".join(self.chunks)
+        self.file.close()
+        return FilePath(self.file.name)
+
+    def discard(self) -> None:
+        self.chunks = []
+        if self.file is not None:
+            self.file.close()
+            try:
+                os.unlink(self.file.name)
+            except FileNotFoundError:
+                pass
+            self.file = None
 
 
 class BodyLimit:
     """Reads each request's body up to its cap (body_cap) before the app sees it, and answers 413
     `too-large` at once for more: a Content-Length over the cap is refused without reading a byte.
+    An upload is read only for a valid token (`authenticate`, the Service's; 401 unread), into a
+    Spool handed to the route as `request.state.upload` with the caller as `request.state.caller`.
     Also marks every answer `nosniff` and, for the API, `no-store` (it is one learner's data)."""
 
-    def __init__(self, app):
+    def __init__(self, app, authenticate: Callable[[str], Account | None]):
         self.app = app
+        self.authenticate = authenticate
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -156,6 +217,8 @@ class BodyLimit:
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > cap):
             return await self._too_large(scope, send_marked, cap)
+        if is_upload(scope["method"], scope["path"]):
+            return await self._upload(scope, receive, send_marked, cap)
         chunks, size = [], 0
         while True:
             message = await receive()
@@ -179,18 +242,51 @@ class BodyLimit:
 
         return await self.app(scope, replay, send_marked)
 
+    async def _upload(self, scope, receive, send, cap: int):
+        from starlette.requests import Request
+
+        token = bearer_token(Request(scope).headers.get("authorization"))
+        caller = await run_in_threadpool(self.authenticate, token) if token else None
+        if caller is None:
+            return await _closing(scope, send, refused_response(Request(scope), unauthorized()))
+        spool = Spool()
+        try:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":  # the client went away
+                    return
+                spool.add(message.get("body", b""))
+                if spool.size > cap:
+                    return await self._too_large(scope, send, cap)
+                if not message.get("more_body"):
+                    break
+            state = scope.setdefault("state", {})
+            state["caller"], state["upload"] = caller, spool.body()
+            return await self.app(scope, _no_more_body, send)
+        finally:
+            spool.discard()
+
     @staticmethod
     async def _too_large(scope, send, cap: int):
         from starlette.requests import Request
 
         request = Request(scope)
         response = error_response(413, "too-large", too_large(cap).render(request_lang(request)), "body")
-        response.headers["Connection"] = "close"
-        await response(scope, _no_body, send)
+        await _closing(scope, send, response)
+
+
+async def _closing(scope, send, response: Response):
+    """`response`, sent before the request's body is read: the connection closes after it."""
+    response.headers["Connection"] = "close"
+    await response(scope, _no_body, send)
 
 
 async def _no_body():  # a response that is sent never reads the request
     return {"type": "http.disconnect"}
+
+
+async def _no_more_body():  # the body was read (and spooled) before the app was called
+    return {"type": "http.request", "body": b"", "more_body": False}
 
 
 # -- auth -----------------------------------------------------------------------------------------
@@ -203,21 +299,28 @@ def _service(request: Request) -> Service:
 SAFE_METHODS = ("GET", "HEAD")
 
 
+def unauthorized() -> Refused:
+    return Refused(
+        401,
+        "unauthorized",
+        msg("a valid token is needed (Authorization: Bearer TOKEN); `grader login` stores one"),
+    )
+
+
 def account(request: Request) -> Account:
     """The caller's Account from `Authorization: Bearer TOKEN` (or, to read, the pages' session
-    cookie); 401 for none, unknown or revoked."""
+    cookie); 401 for none, unknown or revoked. An upload's was found by BodyLimit already."""
+    found = getattr(request.state, "caller", None)
+    if found is not None:
+        return found
     header = request.headers.get("authorization")
     if header is None and request.method in SAFE_METHODS:
         found = pages.account_of(request)
     else:
-        scheme, _, token = (header or "").partition(" ")
-        found = _service(request).authenticate(token.strip()) if scheme.lower() == "bearer" else None
+        token = bearer_token(header)
+        found = _service(request).authenticate(token) if token is not None else None
     if found is None:
-        raise Refused(
-            401,
-            "unauthorized",
-            msg("a valid token is needed (Authorization: Bearer TOKEN); `grader login` stores one"),
-        )
+        raise unauthorized()
     return found
 
 
@@ -286,12 +389,11 @@ def api_router() -> APIRouter:
         use_late_day: bool = False,
         idempotency_key: Annotated[str | None, Header(max_length=200, pattern=r"^[\x21-\x7e]+$")] = None,
     ):
-        body = await request.body()  # already read and capped by BodyLimit
         data, created = await run_in_threadpool(
             _service(request).submit,
             caller,
             exercise,
-            body,
+            request.state.upload,  # read, capped and spooled by BodyLimit
             idempotency_key=idempotency_key,
             use_late_day=use_late_day,
         )
@@ -303,8 +405,13 @@ def api_router() -> APIRouter:
         caller: Caller,
         exercise: Annotated[str | None, Query(max_length=SHORT_CHARS)] = None,
         learner: Annotated[str | None, Query(max_length=LEARNER_ID_CHARS)] = None,
+        limit: Annotated[int, Query(ge=1, le=SUBMISSIONS_PAGE_MAX)] = SUBMISSIONS_PAGE,
+        cursor: Annotated[str | None, Query(max_length=SHORT_CHARS)] = None,
     ):
-        return _service(request).submissions(caller, exercise, learner)
+        """A page of submissions, oldest first: `{"items": [...], "next": CURSOR or null}`; the
+        next page is `?cursor=CURSOR` with the same filters. Each item is a summary (score, status,
+        times, digest); the checks and the report are on `/submissions/{id}` alone."""
+        return _service(request).submissions(caller, exercise, learner, limit=limit, cursor=cursor)
 
     @api.get("/submissions/{upload_id}")
     async def submission(
@@ -393,7 +500,7 @@ def create_app(service: Service) -> FastAPI:
     app.add_exception_handler(Exception, server_error_response)
     app.include_router(api_router())
     app.include_router(pages.router)
-    app.add_middleware(BodyLimit)
+    app.add_middleware(BodyLimit, authenticate=service.authenticate)
     return app
 
 

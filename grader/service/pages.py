@@ -14,9 +14,11 @@ API's `/report?format=html` serves, with a bar on top). Nothing is fetched from 
 script runs: `Content-Security-Policy: default-src 'none'` says so to the browser too.
 
 The session cookie is `payload.signature`: payload = base64url JSON {account id, the first
-hex digits of the token's SHA-256, expiry}, signature = HMAC-SHA256 under the server's secret
-(`accounts.secret`). It names the token, not only the account, so revoking the token ends the
-session at its next request; it holds no token, so a stolen cookie dies with its expiry. Every
+hex digits of the token's SHA-256, expiry, the account's session epoch}, signature = HMAC-SHA256
+under the server's secret (`accounts.secret`). It names the token, not only the account, so
+revoking the token ends the session at its next request; it holds no token, so a stolen cookie
+dies with its expiry, or at once when its learner signs out: sign-out moves the account's epoch
+on (`accounts.end_sessions`), and a cookie of an earlier epoch is refused by the server. Every
 POST carries a CSRF token: HMAC of the session cookie (sign out, choose), or of a random login cookie
 (the sign-in form, a signed double-submit cookie); an Origin or Referer of another host is
 refused as well.
@@ -41,7 +43,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from grader.limits import REQUEST_BYTES, SESSION_SECONDS
+from grader.limits import HOME_SUBMISSIONS, REQUEST_BYTES, SESSION_SECONDS, SUBMISSIONS_PAGE_MAX
 from grader.locale import LANGS, N_, normalize_lang
 from grader.text import shown
 from reports.html import HTML_LANG, translator
@@ -81,6 +83,7 @@ class SessionRecord:
     account: int  # accounts.id
     token: str  # the first TOKEN_PREFIX_CHARS hex digits of the token's SHA-256
     expires: int  # unix seconds
+    epoch: int = 0  # the account's session epoch when it signed in (accounts.end_sessions)
 
 
 def token_fingerprint(token: str) -> str:
@@ -106,7 +109,7 @@ def _same(a: str, b: str) -> bool:
 
 
 def sign_session(key: bytes, record: SessionRecord) -> str:
-    payload = _b64(json.dumps([record.account, record.token, record.expires]).encode())
+    payload = _b64(json.dumps([record.account, record.token, record.expires, record.epoch]).encode())
     return f"{payload}.{_mac(key, b'session', payload.encode())}"
 
 
@@ -118,14 +121,14 @@ def read_session(key: bytes, cookie: str | None, now: float) -> SessionRecord | 
     if not _same(signature, _mac(key, b"session", payload.encode())):
         return None
     try:
-        account, token, expires = json.loads(_unb64(payload))
-    except ValueError:
+        account, token, expires, epoch = json.loads(_unb64(payload))
+    except (ValueError, TypeError):  # not four values (a cookie of before the epochs, too)
         return None
-    if not (isinstance(account, int) and isinstance(token, str) and isinstance(expires, int)):
+    if not all(isinstance(n, int) for n in (account, epoch, expires)) or not isinstance(token, str):
         return None
     if expires <= now:
         return None
-    return SessionRecord(account, token, expires)
+    return SessionRecord(account, token, expires, epoch)
 
 
 def csrf_token(key: bytes, purpose: str, cookie: str) -> str:
@@ -274,7 +277,8 @@ def account_of(request: Request):
 
 def live_account(gradebook, record: SessionRecord):
     """The account a session names, while the token it was opened with stands: the same account
-    row (one token each), not revoked, its hash starting with the session's digits."""
+    row (one token each), not revoked, its hash starting with the session's digits, and not
+    signed out since (the row's session epoch is the session's)."""
     from sqlalchemy import select
 
     from grader.store.accounts import Account
@@ -291,7 +295,9 @@ def live_account(gradebook, record: SessionRecord):
     row, who = found
     if row.revoked_at is not None or not _same(row.token_hash[:TOKEN_PREFIX_CHARS], record.token):
         return None
-    return Account(id=row.id, learner=who.key, name=who.name, role=row.role)
+    if row.session_epoch != record.epoch:
+        return None
+    return Account(id=row.id, learner=who.key, name=who.name, role=row.role, session_epoch=row.session_epoch)
 
 
 def lang_of(request: Request) -> str:
@@ -401,10 +407,14 @@ def refused(request: Request) -> Response:
 
 
 def student_home(request: Request, account) -> Response:
+    """The learner's exercises and their newest HOME_SUBMISSIONS submissions (`grader history EX`
+    lists every one): the page costs the same whatever they have sent."""
     service = service_of(request)
     status = service.status(account)
-    submissions = sorted(service.submissions(account), key=lambda s: str(s.get("received_at")), reverse=True)
-    return page(request, account, "learner.html.j2", status=200, exercises=status, submissions=submissions)
+    newest = service.submissions(account, limit=HOME_SUBMISSIONS, newest_first=True)
+    return page(
+        request, account, "learner.html.j2", status=200, exercises=status, submissions=newest["items"]
+    )
 
 
 def instructor_home(request: Request, account) -> Response:
@@ -452,7 +462,9 @@ def sign_in(request: Request, form: dict[str, str] | None) -> Response:
     if account is None:
         # one message and status for an unknown, revoked or empty token: nothing to probe
         return sign_in_page(request, 401, N_("That token is not valid. Check it and try again."))
-    record = SessionRecord(account.id, token_fingerprint(token), int(now(request)) + SESSION_SECONDS)
+    record = SessionRecord(
+        account.id, token_fingerprint(token), int(now(request)) + SESSION_SECONDS, account.session_epoch
+    )
     response = see("/")
     response.set_cookie(
         SESSION_COOKIE, sign_session(key, record), max_age=SESSION_SECONDS, **cookie_args(request)
@@ -469,6 +481,11 @@ async def logout(request: Request) -> Response:
 def sign_out(request: Request, form: dict[str, str] | None) -> Response:
     if not session_form_ok(request, form):
         return refused(request)
+    record = read_session(signing_key(request), request.cookies.get(SESSION_COOKIE), now(request))
+    if record is not None:  # a copy of the cookie (another tab, a thief) is refused from now on
+        from grader.store.accounts import end_sessions
+
+        end_sessions(service_of(request).gradebook, record.account)
     response = see("/")
     response.delete_cookie(SESSION_COOKIE, **cookie_args(request))
     return response
@@ -555,7 +572,10 @@ def learner_page(request: Request, exercise: str, learner: str) -> Response:
     service = service_of(request)
     if exercise not in service.exercises:
         return not_found(request, account)
-    submissions = service.submissions(account, exercise=exercise, learner=learner)
+    # one learner's of one exercise: SUBMISSIONS_PER_EXERCISE at most, the newest page of them
+    submissions = service.submissions(
+        account, exercise=exercise, learner=learner, limit=SUBMISSIONS_PAGE_MAX, newest_first=True
+    )["items"]
     return page(
         request,
         account,

@@ -13,6 +13,8 @@ an instructor sees every upload and the full grade (the lateness penalty applied
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
 import json
 import math
@@ -29,6 +31,9 @@ from grader.limits import (
     LEARNER_PENDING,
     QUEUE_RETRY_SECONDS,
     SUBMISSION_BYTES,
+    SUBMISSIONS_PAGE,
+    SUBMISSIONS_PAGE_MAX,
+    SUBMISSIONS_PER_EXERCISE,
     UPLOAD_BYTES,
     UPLOAD_FILES,
 )
@@ -68,6 +73,49 @@ def retry_seconds(at: datetime | None, now: datetime) -> int | None:
     return None if at is None else max(1, math.ceil((at - now).total_seconds()))
 
 
+CURSOR_PREFIX = "after:"
+MAX_ROW_ID = 2**63 - 1  # what the gradebook's ids hold (SQLite's INTEGER, PostgreSQL's BIGINT)
+
+
+def page_cursor(upload_id: int) -> str:
+    """The cursor of the page after `upload_id`: opaque to a client, which sends it back as it is."""
+    return base64.urlsafe_b64encode(f"{CURSOR_PREFIX}{upload_id}".encode("ascii")).decode("ascii").rstrip("=")
+
+
+def cursor_id(cursor: str | None) -> int | None:
+    """The upload id a cursor of page_cursor names (None: the first page); Refused 422 otherwise."""
+    if cursor is None:
+        return None
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, ValueError):  # not base64, or not ASCII inside
+        text = ""
+    digits = text.removeprefix(CURSOR_PREFIX)
+    if text == digits or not digits.isdigit() or int(digits) > MAX_ROW_ID:
+        raise Refused(
+            422,
+            "invalid",
+            msg("this cursor is not one the server gave; start again from the first page"),
+            "cursor",
+        )
+    return int(digits)
+
+
+def too_many_uploads(stored: int, exercise: str) -> Refused:
+    """409, not 429: waiting does not lift this cap, so no Retry-After; `closed` is the code every
+    client already reads as "no more submissions for you here" (exit 3)."""
+    return Refused(
+        409,
+        "closed",
+        msg(
+            "you have {count} submissions of {exercise} stored, the most the server keeps for one "
+            "learner; it takes no more of them (your instructor can help)",
+            count=stored,
+            exercise=exercise,
+        ),
+    )
+
+
 @dataclass
 class Service:
     gradebook: Gradebook
@@ -89,7 +137,7 @@ class Service:
         and every exercise of GRADER_EXERCISES_DIR with its version registered in the gradebook."""
         from grader.batch import exercise_version
         from grader.exercises import all_exercises
-        from grader.service.policy import load_policy
+        from grader.service.policy import check_learners, load_policy
         from grader.store import Gradebook
         from grader.store.queue import Queue
 
@@ -102,10 +150,13 @@ class Service:
                 for e in exercises.values()
             }
             queue = Queue(gradebook)  # owner host:pid:random, which resume() reads
+            service = cls(gradebook, queue, policy, exercises, versions, clock=clock)
+            if course is not None and policy.extensions:  # an extension for a mistyped id extends nobody
+                check_learners(policy, course, service._learner_keys())
         except BaseException:
             gradebook.close()
             raise
-        return cls(gradebook, queue, policy, exercises, versions, clock=clock)
+        return service
 
     def close(self) -> None:
         self.gradebook.close()
@@ -180,10 +231,11 @@ class Service:
 
     # -- uploads
 
-    def read_upload(self, exercise: Exercise, body: bytes) -> dict[str, bytes]:
-        """The learner files of an uploaded zip, by grader/sources.py's rules (UPLOAD_FILES members,
-        inflating to SUBMISSION_BYTES at most: what one submission may send the jail); Refused 422
-        `bad-upload` (field "body") naming the reason when it cannot be graded as sent."""
+    def read_upload(self, exercise: Exercise, body: bytes | Path) -> dict[str, bytes]:
+        """The learner files of an uploaded zip (its bytes, or the file the app spooled it to), by
+        grader/sources.py's rules (UPLOAD_FILES members, counted in its central directory before
+        any is read, inflating to SUBMISSION_BYTES at most: what one submission may send the jail);
+        Refused 422 `bad-upload` (field "body") naming the reason when it cannot be graded as sent."""
         from grader.sources import match_files, read_zip
 
         def bad(reason) -> Refused:
@@ -191,7 +243,8 @@ class Service:
                 422, "bad-upload", msg("the upload cannot be read: {reason}", reason=reason), "body"
             )
 
-        if len(body) > UPLOAD_BYTES:  # the app stops reading sooner; a caller that is not the app
+        size = body.stat().st_size if isinstance(body, Path) else len(body)
+        if size > UPLOAD_BYTES:  # the app stops reading sooner; a caller that is not the app
             raise Refused(413, "too-large", too_large(UPLOAD_BYTES), "body")
         try:
             tree = read_zip(
@@ -214,7 +267,7 @@ class Service:
         self,
         account,
         exercise_id: str,
-        body: bytes,
+        body: bytes | Path,
         *,
         idempotency_key: str | None = None,
         use_late_day: bool = False,
@@ -223,14 +276,17 @@ class Service:
 
         In this order, each refusal leaving nothing stored and no rate-limit token spent: the
         archive (422), a replay of the same Idempotency-Key (the first upload, 200, whatever the
-        limit says now; a key used for another exercise, 422), the course policy (409 closed /
-        not-open, 429 rate-limited), the learner's uploads still waiting (LEARNER_PENDING, 429
-        rate-limited), the queue's depth (429 queue-full). One learner's uploads are admitted one
-        at a time in this process, so two at once cannot both take the last token (several
-        servers: see the README)."""
+        limit says now; a key used for another exercise, 422), a repeat (the same files and
+        exercise version as the learner's latest upload of it, which the server did not fail:
+        that upload, 200, `repeat: true`, nothing stored, no token or late day spent), the
+        learner's stored uploads of the exercise (SUBMISSIONS_PER_EXERCISE, 409 closed), the
+        course policy (409 closed / not-open, 429 rate-limited), the learner's uploads still
+        waiting (LEARNER_PENDING, 429 rate-limited), the queue's depth (429 queue-full). One
+        learner's uploads are admitted one at a time in this process, so two at once cannot both
+        take the last token (several servers: see the README)."""
         from grader.service.policy import PastUpload, admit
         from grader.store import Incoming
-        from grader.store.queue import QueueFull
+        from grader.store.queue import QueueFull, TooManyUploads
 
         if account.role == INSTRUCTOR:
             raise Refused(403, "forbidden", msg("submissions are made with a student's token"))
@@ -247,7 +303,14 @@ class Service:
                         "Idempotency-Key",
                     )
                 if earlier is not None:
-                    return self._submission_json(account, earlier), False
+                    return self._submit_answer(account, earlier), False
+            incoming = Incoming(learner=account.learner, files=files, name=account.name, layout="server")
+            repeated = self.queue.repeat_of(account.learner, ex.id, self.versions[ex.id], incoming.digest)
+            if repeated is not None:
+                return self._submit_answer(account, repeated), False
+            stored = self.queue.stored(account.learner, ex.id)
+            if stored >= SUBMISSIONS_PER_EXERCISE:
+                raise too_many_uploads(stored, ex.id)
             now = self.clock()
             extensions = self.queue.extensions()
             past = [
@@ -267,7 +330,7 @@ class Service:
             )
             if not admission.admitted:
                 raise self._refusal(admission, now)
-            pending = sum(u.status in ("queued", "grading") for u in self.queue.uploads(account.learner))
+            pending = self.queue.pending(account.learner)
             if pending >= LEARNER_PENDING:  # every exercise, rate-limited or not: the queue is shared
                 raise Refused(
                     429,
@@ -283,7 +346,7 @@ class Service:
                     account.learner,
                     ex.id,
                     self.versions[ex.id],
-                    Incoming(learner=account.learner, files=files, name=account.name, layout="server"),
+                    incoming,
                     idempotency_key=idempotency_key,
                     received_at=now,
                     use_late_day=use_late_day,
@@ -296,8 +359,15 @@ class Service:
                     msg("the grading queue is full ({depth} waiting); try again shortly", depth=exc.depth),
                     retry_after=getattr(exc, "retry_after", QUEUE_RETRY_SECONDS),
                 ) from None
-        self.notify()
-        return self._submission_json(account, upload), upload.created
+            except TooManyUploads as exc:  # another server stored the last one meanwhile
+                raise too_many_uploads(exc.stored, ex.id) from None
+        if upload.created:
+            self.notify()
+        return self._submit_answer(account, upload), upload.created
+
+    def _submit_answer(self, account: Account, upload: Upload) -> dict:
+        """A submission's JSON, saying whether the upload repeated the learner's latest one."""
+        return {**self._submission_json(account, upload), "repeat": upload.repeat}
 
     @staticmethod
     def _refusal(admission, now: datetime) -> Refused:
@@ -313,11 +383,11 @@ class Service:
     # -- reading uploads
 
     def _own_upload(self, account: Account, upload_id: int) -> Upload | None:
-        """The upload if the caller may see it, else None (missing and another's look the same)."""
-        upload = self.queue.upload(upload_id)
-        if upload is None or (account.role != INSTRUCTOR and upload.learner != account.learner):
-            return None
-        return upload
+        """The upload if the caller may see it, else None. A student's is looked up by id and owner
+        in one query, so another's and a missing one take the same path and the same time (one
+        empty result): the answer's timing tells nothing of which ids exist."""
+        owner = None if account.role == INSTRUCTOR else account.learner
+        return self.queue.upload(upload_id, learner=owner)
 
     def _view(
         self, account: Account, upload: Upload, deadlines: Deadlines, lateness: Lateness
@@ -326,7 +396,8 @@ class Service:
         instructor's with every check shown (the lateness penalty applied to both)."""
         from grader.service.policy import visible_view
 
-        if upload.grade is None:
+        grade = self.queue.grade(upload.run_id)
+        if grade is None:
             return None
         released_at: datetime | None
         if account.role == INSTRUCTOR:  # every visibility has applied for a reader in the far future
@@ -334,13 +405,25 @@ class Service:
         else:
             now, released_at = self.clock(), self.queue.releases().get(upload.exercise)
         return visible_view(
-            upload.grade,
+            grade,
             self.policy,
             upload.exercise,
             now=now,
             deadlines=deadlines,
             released_at=released_at,
             lateness=lateness,
+        )
+
+    def _sealed(self, account: Account, exercise: str, deadlines: Deadlines) -> bool:
+        """Whether a sealed check of `exercise` still hides its result from this caller (never
+        from an instructor): policy.sealed_now."""
+        from grader.service.policy import sealed_now
+
+        if account.role == INSTRUCTOR or not self.policy.exercise(exercise).visibility.seals:
+            return False
+        released_at = self.queue.releases().get(exercise)
+        return sealed_now(
+            self.policy, exercise, now=self.clock(), deadlines=deadlines, released_at=released_at
         )
 
     def _submission_json(self, account: Account, upload: Upload, *, siblings=None, extensions=None) -> dict:
@@ -355,7 +438,8 @@ class Service:
         else:
             if siblings is None:
                 siblings = self.queue.uploads(upload.learner, upload.exercise)
-            counts = counted(self.policy, upload.exercise, siblings, d)
+            sealed = self._sealed(account, upload.exercise, d)
+            counts = counted(self.policy, upload.exercise, siblings, d, sealed=sealed)
         return {
             "id": upload.id,
             "exercise": upload.exercise,
@@ -384,19 +468,68 @@ class Service:
         return None if upload is None else self._submission_json(account, upload)
 
     def submissions(
-        self, account: Account, exercise: str | None = None, learner: str | None = None
-    ) -> list[dict]:
+        self,
+        account: Account,
+        exercise: str | None = None,
+        learner: str | None = None,
+        *,
+        limit: int = SUBMISSIONS_PAGE,
+        cursor: str | None = None,
+        newest_first: bool = False,
+    ) -> dict:
+        """One page of uploads, oldest first by id (newest_first: newest first):
+        `{"items": [summary, ...], "next": cursor or None}`, at most `limit` (SUBMISSIONS_PAGE_MAX)
+        items, each a summary (submission_summary: no checks, no report). A student's own only,
+        whatever they ask for."""
         if account.role != INSTRUCTOR:
-            learner = account.learner  # a student's own, whatever they asked for
-        uploads = self.queue.uploads(learner, exercise)
+            learner = account.learner
+        after = cursor_id(cursor)
+        uploads, more = self.queue.page(
+            learner,
+            exercise,
+            after=after,
+            limit=max(1, min(limit, SUBMISSIONS_PAGE_MAX)),
+            newest_first=newest_first,
+        )
         extensions = self.queue.extensions()
-        groups: dict[tuple[str, str], list] = {}
-        for u in uploads:
-            groups.setdefault((u.learner, u.exercise), []).append(u)
-        return [
-            self._submission_json(account, u, siblings=groups[u.learner, u.exercise], extensions=extensions)
-            for u in uploads
-        ]
+        siblings = self.queue.siblings({(u.learner, u.exercise) for u in uploads})
+        items = [self._summary_json(account, u, siblings[u.learner, u.exercise], extensions) for u in uploads]
+        return {"items": items, "next": page_cursor(uploads[-1].id) if more else None}
+
+    def _summary_json(self, account: Account, upload: Upload, siblings: list[Upload], extensions) -> dict:
+        """What a list shows of an upload: _submission_json's fields without the grade itself (its
+        score after the late penalty, as the whole view has it, from the run's columns; none while
+        a sealed check hides it from this caller)."""
+        from grader.service.policy import counted, lateness, score_after_penalty
+
+        d = self._deadlines(upload.exercise, upload.learner, extensions)
+        late = lateness(self.policy, upload.exercise, upload.received_at, d, upload.late_days_spent)
+        sealed = self._sealed(account, upload.exercise, d)
+        run = None if sealed else upload.grade
+        counts = (
+            None
+            if upload.grade is None
+            else counted(self.policy, upload.exercise, siblings, d, sealed=sealed)
+        )
+        points = self.exercises[upload.exercise].points if upload.exercise in self.exercises else None
+        return {
+            "id": upload.id,
+            "exercise": upload.exercise,
+            "learner": upload.learner,
+            "status": upload.status,
+            "received_at": iso(upload.received_at),
+            "graded_at": iso(upload.grade.recorded_at) if upload.grade else None,
+            "digest": upload.digest,
+            "files": [{"name": n, "size": s} for n, s in sorted(upload.files.items())],
+            "late": {"minutes": late.minutes, "days": late.days, "penalty": late.penalty},
+            "use_late_day": upload.use_late_day,
+            "late_days_spent": upload.late_days_spent,
+            "chosen": upload.chosen,
+            "counted": counts == upload.id,
+            "score": score_after_penalty(run, late.penalty) if run else None,
+            "max_score": run.max_score if run else points,
+            "passed": run.passed if run else None,
+        }
 
     def visible_grade(self, account: Account, upload_id: int) -> Grade | None:
         """The grade a report renders for this caller now; None: no such upload for them, or not graded."""
@@ -453,7 +586,7 @@ class Service:
         for ex in [exercise] if exercise else list(self.exercises):
             uploads = [u for u in mine if u.exercise == ex]
             d = self._deadlines(ex, account.learner, extensions)
-            counts = counted(self.policy, ex, uploads, d)
+            counts = counted(self.policy, ex, uploads, d, sealed=self._sealed(account, ex, d))
             chosen = next((u for u in uploads if u.id == counts), None)
             view = (
                 self._submission_json(account, chosen, siblings=uploads, extensions=extensions)
@@ -538,12 +671,25 @@ class Service:
                 out.update({key: name for key, name in rows})
         return out
 
+    def _learner_keys(self) -> set[str]:
+        """Every learner the gradebook knows (from the roster, a token, a graded upload)."""
+        from sqlalchemy import select
+
+        from grader.store.schema import Learner
+
+        with self.gradebook.sessions() as s:
+            return set(s.scalars(select(Learner.key)))
+
     # -- instructors
 
     def add_extension(
         self, account, learner: str, exercise: str, due: datetime, closes=None, reason=""
     ) -> dict:
         self.exercise(exercise)
+        if learner not in self._names([learner]):  # adding it would make the learner, extending nobody
+            raise not_found(
+                msg("no learner {learner} in the gradebook or roster", learner=learner[:200]), "learner"
+            )
         if closes is not None and closes < due:
             raise Refused(422, "invalid", msg("closes must not be before due"), "closes")
         self.queue.add_extension(learner, exercise, due, closes, reason=reason, author=account.learner)

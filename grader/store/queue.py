@@ -20,17 +20,18 @@ lets a deferred reader that then writes fail with SQLITE_BUSY instead of waiting
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import os
 import secrets
 import socket
 import threading
-from collections import OrderedDict
-from collections.abc import Iterator
+from collections import OrderedDict, deque
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -41,6 +42,7 @@ from grader.limits import (
     MESSAGE_BYTES,
     QUEUE_DEPTH,
     QUEUE_RETRY_SECONDS,
+    SUBMISSIONS_PER_EXERCISE,
 )
 from grader.models import Grade
 from grader.store.gradebook import Gradebook, Incoming, Outcome, learner_row, store_run, store_submissions
@@ -74,6 +76,27 @@ class QueueFull(Exception):
         self.retry_after = retry_after
 
 
+class TooManyUploads(Exception):
+    """The learner has `stored` uploads of this exercise, SUBMISSIONS_PER_EXERCISE or more."""
+
+    def __init__(self, stored: int):
+        super().__init__(f"{stored} uploads of this exercise are stored, the most one learner may have")
+        self.stored = stored
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a list shows of a grade run, from its columns (the grade document, up to a MiB with its
+    evidence, is read only for one upload: Queue.grade)."""
+
+    run_id: int
+    status: str  # a final status: graded, unreadable, given-up
+    score: float
+    max_score: float
+    passed: bool
+    recorded_at: datetime
+
+
 @dataclass
 class Upload:
     """What the API shows about one upload (no file contents)."""
@@ -92,8 +115,10 @@ class Upload:
     refunded: bool
     status: str  # 'queued' | 'grading' | 'graded' | 'failed' (the job is dead: a server-side failure)
     run_id: int | None
-    grade: Grade | None  # the final grade of (submission, version) when there is one
-    created: bool = True  # False: an idempotent replay returned the upload made before
+    # the newest final run of (submission, version), summarised; Queue.grade(run_id) is the Grade
+    grade: RunSummary | None
+    created: bool = True  # False: an idempotent replay, or a repeat, returned the upload made before
+    repeat: bool = False  # the learner's latest upload had these very files and exercise version
 
 
 @dataclass
@@ -139,6 +164,61 @@ def _owner_host_pid(owner: str | None) -> tuple[str, int] | None:
     return parts[0], int(parts[1])
 
 
+def fair_share(
+    running: Mapping[int, int], queued: Sequence[tuple[int, int]], limit: int, start: int
+) -> list[int]:
+    """Which queued jobs to lease, up to `limit`, in the order they should start: round-robin by
+    learner. running: learner -> their jobs running now (leased, by any server); queued: (job id,
+    learner), oldest first.
+
+    Each pick goes to the learner with the fewest jobs running or picked, and of those to the one
+    whose next job is oldest: every learner with nothing running gets a job before anyone gets a
+    second. Only the first `start` picks (they start at once, on free workers) may be a learner's
+    second or later job; the rest are held ahead of a worker, and a learner's second job held so
+    would go before a learner who uploads meanwhile, so it waits in the queue instead.
+
+    >>> fair_share({}, [(1, 7), (2, 7), (3, 8), (4, 9)], limit=3, start=3)
+    [1, 3, 4]
+    >>> fair_share({8: 1}, [(1, 7), (2, 7), (3, 8)], limit=3, start=3)
+    [1, 2, 3]
+    >>> fair_share({8: 1}, [(1, 7), (2, 7), (3, 8)], limit=3, start=1)
+    [1]
+    """
+    waiting: dict[int, deque[int]] = {}
+    for job, learner in queued:
+        waiting.setdefault(learner, deque()).append(job)
+    turns = [(running.get(learner, 0), jobs[0], learner) for learner, jobs in waiting.items()]
+    heapq.heapify(turns)
+    picked: list[int] = []
+    while turns and len(picked) < limit:
+        held, job, learner = heapq.heappop(turns)
+        if held and len(picked) >= start:
+            break  # everyone left has a job running: none of theirs is held ahead
+        picked.append(job)
+        jobs = waiting[learner]
+        jobs.popleft()
+        if jobs:
+            heapq.heappush(turns, (held + 1, jobs[0], learner))
+    return picked
+
+
+# PostgreSQL: the advisory lock under which leases take turns (SQLite's BEGIN IMMEDIATE does the
+# same): a fair share reads every server's leases, which a lease in flight elsewhere would miss
+LEASE_LOCK = 0x6C65617365
+
+
+def summary_of(run) -> RunSummary:
+    """A GradeRun (or a row of its columns) as a list shows it."""
+    return RunSummary(
+        run_id=run.id,
+        status=run.status,
+        score=run.score,
+        max_score=run.max_score,
+        passed=run.passed,
+        recorded_at=run.recorded_at,
+    )
+
+
 # Parsed grades a Queue keeps, by grade run id (a few MB): a run's grade is never rewritten, and
 # parsing one (every string bounded again, grader/text.py) was ~3 ms, most of what a learner's
 # status, history or poll cost, read again for each of their uploads on every request
@@ -152,6 +232,19 @@ class Queue:
         self.lease_seconds = lease_seconds
         self._grades: OrderedDict[int, Grade] = OrderedDict()
         self._grades_lock = threading.Lock()
+
+    def grade(self, run_id: int | None) -> Grade | None:
+        """The whole Grade of a run (None: no run), parsed once per GRADE_CACHE_RUNS most recent."""
+        if run_id is None:
+            return None
+        with self._grades_lock:
+            grade = self._grades.get(run_id)
+            if grade is not None:
+                self._grades.move_to_end(run_id)
+                return grade
+        with self.gradebook.sessions() as s:
+            run = s.get(GradeRun, run_id)
+            return None if run is None else self._grade(run)
 
     def _grade(self, run: GradeRun) -> Grade:
         """The run's Grade, parsed once per GRADE_CACHE_RUNS most recent (callers copy before
@@ -199,13 +292,17 @@ class Queue:
         use_late_day: bool = False,
         late_days_spent: int = 0,
         max_depth: int = QUEUE_DEPTH,
+        max_stored: int = SUBMISSIONS_PER_EXERCISE,
     ) -> Upload:
         """Store the Submission (deduplicated by content), the Upload and its Job in ONE transaction.
 
         The same learner and idempotency key again: the upload made then, `created=False`, and
+        nothing new. The same files and exercise version as the learner's latest upload of this
+        exercise (one the server did not fail): that upload, `created=False, repeat=True`, and
         nothing new. When (submission, version) already has a final grade the job is done at once
-        with it (no regrade). A full queue (max_depth jobs queued) raises QueueFull, storing nothing;
-        a key that is not 1 to IDEMPOTENCY_KEY_CHARS printable ASCII characters, a ValueError."""
+        with it (no regrade). A full queue (max_depth jobs queued) raises QueueFull, and max_stored
+        uploads of this exercise TooManyUploads, storing nothing; a key that is not 1 to
+        IDEMPOTENCY_KEY_CHARS printable ASCII characters, a ValueError."""
         if idempotency_key is not None and not valid_key(idempotency_key):
             raise ValueError(
                 f"an idempotency key is 1 to {IDEMPOTENCY_KEY_CHARS} printable ASCII characters, no spaces"
@@ -214,7 +311,7 @@ class Queue:
         for attempt in range(WRITE_TRIES):
             try:
                 with self._writing() as s:
-                    upload_id, made = self._submit_in(
+                    upload_id, made, repeat = self._submit_in(
                         s,
                         learner,
                         exercise,
@@ -225,6 +322,7 @@ class Queue:
                         use_late_day=use_late_day,
                         late_days_spent=late_days_spent,
                         max_depth=max_depth,
+                        max_stored=max_stored,
                     )
                     s.commit()
                 break
@@ -235,7 +333,7 @@ class Queue:
             return made
         replay = self.upload(upload_id)
         assert replay is not None  # committed before
-        replay.created = False
+        replay.created, replay.repeat = False, repeat
         return replay
 
     def _submit_in(
@@ -251,9 +349,10 @@ class Queue:
         use_late_day: bool,
         late_days_spent: int,
         max_depth: int,
-    ) -> tuple[int, Upload | None]:
+        max_stored: int,
+    ) -> tuple[int, Upload | None, bool]:
         """The new upload's id and the Upload (built from what was just written, not read back),
-        or a replay's id and None."""
+        or an earlier upload's id, None, and whether it is a repeat (else an idempotent replay)."""
         if idempotency_key is not None:
             replay = s.scalar(
                 select(UploadRow.id)
@@ -261,7 +360,13 @@ class Queue:
                 .where(Learner.key == learner, UploadRow.idempotency_key == idempotency_key)
             )
             if replay is not None:
-                return replay, None
+                return replay, None, False
+        repeat = self._repeat_in(s, learner, exercise, version_id, incoming.digest)
+        if repeat is not None:
+            return repeat, None, True
+        stored = self._stored_in(s, learner, exercise)
+        if stored >= max_stored:
+            raise TooManyUploads(stored)
         depth = s.scalar(select(func.count()).select_from(Job).where(Job.status == "queued")) or 0
         if depth >= max_depth:
             raise QueueFull(depth)
@@ -303,25 +408,91 @@ class Queue:
             )
         s.flush()
         run = None if final is None else s.get(GradeRun, final)
-        return row.id, Upload(
-            id=row.id,
-            learner=learner,
-            exercise=exercise,
-            submission_id=sub.id,
-            version_id=version_id,
-            digest=sub.digest,
-            files={name: len(data) for name, data in sorted(incoming.files.items())},
-            received_at=received_at.replace(tzinfo=UTC)
-            if received_at.tzinfo is None
-            else received_at.astimezone(UTC),
-            use_late_day=use_late_day,
-            late_days_spent=late_days_spent,
-            chosen=False,
-            refunded=False,
-            status="queued" if run is None else "graded",
-            run_id=final,
-            grade=None if run is None else Gradebook.to_grade(run),
+        return (
+            row.id,
+            Upload(
+                id=row.id,
+                learner=learner,
+                exercise=exercise,
+                submission_id=sub.id,
+                version_id=version_id,
+                digest=sub.digest,
+                files={name: len(data) for name, data in sorted(incoming.files.items())},
+                received_at=received_at.replace(tzinfo=UTC)
+                if received_at.tzinfo is None
+                else received_at.astimezone(UTC),
+                use_late_day=use_late_day,
+                late_days_spent=late_days_spent,
+                chosen=False,
+                refunded=False,
+                status="queued" if run is None else "graded",
+                run_id=final,
+                grade=None if run is None else summary_of(run),
+            ),
+            False,
         )
+
+    @staticmethod
+    def _repeat_in(s: Session, learner: str, exercise: str, version_id: int, digest: str) -> int | None:
+        """The learner's latest upload of `exercise` that the server did not fail, when it holds
+        these very files for this version: sending it again changes nothing, not even which upload
+        counts. Only the latest: an older one sent again is the newest now ('last-on-time'), and a
+        dead letter is graded again by a new upload."""
+        latest = s.execute(
+            select(UploadRow.id, UploadRow.version_id, Submission.digest)
+            .join(Learner, UploadRow.learner_id == Learner.id)
+            .join(Job, Job.upload_id == UploadRow.id)
+            .join(Submission, UploadRow.submission_id == Submission.id)
+            .where(Learner.key == learner, UploadRow.exercise == exercise, Job.status != "dead")
+            .order_by(UploadRow.id.desc())
+            .limit(1)
+        ).first()
+        if latest is None or latest.version_id != version_id or latest.digest != digest:
+            return None
+        return latest.id
+
+    @staticmethod
+    def _stored_in(s: Session, learner: str, exercise: str) -> int:
+        """The learner's uploads of `exercise` that count towards SUBMISSIONS_PER_EXERCISE: all but
+        dead letters (the server's failure never costs the learner)."""
+        return (
+            s.scalar(
+                select(func.count())
+                .select_from(UploadRow)
+                .join(Learner, UploadRow.learner_id == Learner.id)
+                .join(Job, Job.upload_id == UploadRow.id)
+                .where(Learner.key == learner, UploadRow.exercise == exercise, Job.status != "dead")
+            )
+            or 0
+        )
+
+    def repeat_of(self, learner: str, exercise: str, version_id: int, digest: str) -> Upload | None:
+        """The upload an upload of these files would repeat (see _repeat_in), `repeat=True`; or None."""
+        with self.gradebook.sessions() as s:
+            found = self._repeat_in(s, learner, exercise, version_id, digest)
+        upload = None if found is None else self.upload(found)
+        if upload is not None:
+            upload.created, upload.repeat = False, True
+        return upload
+
+    def stored(self, learner: str, exercise: str) -> int:
+        """How many of the learner's uploads of `exercise` count towards SUBMISSIONS_PER_EXERCISE."""
+        with self.gradebook.sessions() as s:
+            return self._stored_in(s, learner, exercise)
+
+    def pending(self, learner: str) -> int:
+        """The learner's uploads queued or being graded, every exercise."""
+        with self.gradebook.sessions() as s:
+            return (
+                s.scalar(
+                    select(func.count())
+                    .select_from(UploadRow)
+                    .join(Learner, UploadRow.learner_id == Learner.id)
+                    .join(Job, Job.upload_id == UploadRow.id)
+                    .where(Learner.key == learner, Job.status.in_(("queued", "running")))
+                )
+                or 0
+            )
 
     @staticmethod
     def _final_run_id(s: Session, submission_id: int, version_id: int) -> int | None:
@@ -335,22 +506,32 @@ class Queue:
 
     # -- grading
 
-    def lease(self, limit: int = 1) -> list[Lease]:
-        """Take up to `limit` queued jobs, oldest first: each gets attempts + 1 and a new token."""
+    def lease(self, limit: int = 1, start: int | None = None) -> list[Lease]:
+        """Take up to `limit` queued jobs, a fair share by learner (fair_share) in the order they
+        should start: each gets attempts + 1 and a new token. Only the first `start` (default: all)
+        may be the second job of a learner with one running; those start now on free workers."""
+        start = limit if start is None else min(start, limit)
         now = utcnow()
         expires = now + timedelta(seconds=self.lease_seconds)
         if limit < 1 or not self._any(Job.status == "queued"):
             return []
+        with self.gradebook.sessions() as s:  # read first, as _any: a poll that leases nothing (the
+            # queued jobs are all second jobs and no worker is free) takes no write lock
+            if not fair_share(*self._candidates(s, limit, start), limit=limit, start=start):
+                return []
         with self._writing() as s:
-            jobs = list(
-                s.scalars(
+            if self.gradebook.backend == "postgresql":
+                s.execute(select(func.pg_advisory_xact_lock(LEASE_LOCK)))
+            picked = fair_share(*self._candidates(s, limit, start), limit=limit, start=start)
+            locked = {
+                job.id: job
+                for job in s.scalars(
                     select(Job)
-                    .where(Job.status == "queued")
-                    .order_by(Job.id)
-                    .limit(limit)
-                    .with_for_update(skip_locked=True)  # SQLite: nothing; BEGIN IMMEDIATE serialises
+                    .where(Job.id.in_(picked), Job.status == "queued")
+                    .with_for_update(skip_locked=True)  # a job another transaction requeues: next time
                 )
-            )
+            }
+            jobs = [locked[job_id] for job_id in picked if job_id in locked]
             if not jobs:
                 return []
             for job in jobs:
@@ -365,6 +546,49 @@ class Queue:
             leases = self._leases(s, jobs)
             s.commit()
         return leases
+
+    @staticmethod
+    def _candidates(s: Session, limit: int, start: int) -> tuple[dict[int, int], list[tuple[int, int]]]:
+        """What fair_share picks from: learner -> their jobs running, and queued (job id, learner)
+        oldest first: the oldest job of each learner with nothing running, up to `limit` of them;
+        when there are fewer and a second job may start, each learner's first `start` jobs."""
+        learner, of_upload = UploadRow.learner_id, Job.upload_id == UploadRow.id
+        running: dict[int, int] = {
+            who: n
+            for who, n in s.execute(
+                select(learner, func.count())
+                .select_from(Job)
+                .join(UploadRow, of_upload)
+                .where(Job.status == "running")
+                .group_by(learner)
+            )
+        }
+        oldest = func.min(Job.id)
+        heads = [
+            (job_id, who)
+            for job_id, who in s.execute(
+                select(oldest, learner)
+                .select_from(Job)
+                .join(UploadRow, of_upload)
+                .where(Job.status == "queued", learner.not_in(list(running)))
+                .group_by(learner)
+                .order_by(oldest)
+                .limit(limit)
+            )
+        ]
+        if len(heads) >= start:  # they are picked first, and no second job may come after `start`
+            return running, heads
+        rank = func.row_number().over(partition_by=learner, order_by=Job.id).label("rank")
+        ranked = (
+            select(Job.id.label("job_id"), learner.label("learner"), rank)
+            .join(UploadRow, of_upload)
+            .where(Job.status == "queued")
+            .subquery()
+        )
+        rows = s.execute(
+            select(ranked.c.job_id, ranked.c.learner).where(ranked.c.rank <= start).order_by(ranked.c.job_id)
+        )
+        return running, [(job_id, who) for job_id, who in rows]
 
     @staticmethod
     def _leases(s: Session, jobs: list[Job]) -> list[Lease]:
@@ -610,18 +834,58 @@ class Queue:
 
     # -- uploads
 
-    def upload(self, upload_id: int) -> Upload | None:
-        found = self._uploads(UploadRow.id == upload_id)
+    def upload(self, upload_id: int, learner: str | None = None) -> Upload | None:
+        """One upload by id; with `learner`, only if it is theirs (one query either way)."""
+        where = [UploadRow.id == upload_id]
+        if learner is not None:
+            where.append(Learner.key == learner)
+        found = self._uploads(*where)
         return found[0] if found else None
 
     def uploads(self, learner: str | None = None, exercise: str | None = None) -> list[Upload]:
-        """Uploads, oldest first: all, or a learner's, or of one exercise."""
+        """Uploads, oldest first: all, or a learner's, or of one exercise (each grade a summary).
+        Unpaged: for what must see a learner's every upload of an exercise (which counts, the rate
+        limit), SUBMISSIONS_PER_EXERCISE of them at most; a list for people is `page`."""
+        return self._uploads(*self._whose(learner, exercise))
+
+    def page(
+        self,
+        learner: str | None = None,
+        exercise: str | None = None,
+        *,
+        after: int | None = None,
+        limit: int,
+        newest_first: bool = False,
+    ) -> tuple[list[Upload], bool]:
+        """At most `limit` uploads by id, oldest first (newest_first: newest first), from just past
+        the upload id `after` (keyset: the same cost on every page, and an upload made meanwhile
+        never shifts one into the next page twice); and whether more follow."""
+        where = self._whose(learner, exercise)
+        if after is not None:
+            where.append(UploadRow.id < after if newest_first else UploadRow.id > after)
+        order = UploadRow.id.desc() if newest_first else UploadRow.id
+        found = self._uploads(*where, order_by=(order,), limit=limit + 1)
+        return found[:limit], len(found) > limit
+
+    def siblings(self, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], list[Upload]]:
+        """(learner, exercise) -> every upload of that learner and exercise, oldest first: what
+        decides which of a page's uploads counts."""
+        out: dict[tuple[str, str], list[Upload]] = {pair: [] for pair in pairs}
+        ordered = sorted(pairs)
+        for i in range(0, len(ordered), 200):
+            chunk = ordered[i : i + 200]
+            for u in self._uploads(tuple_(Learner.key, UploadRow.exercise).in_(chunk)):
+                out[u.learner, u.exercise].append(u)
+        return out
+
+    @staticmethod
+    def _whose(learner: str | None, exercise: str | None) -> list:
         where = []
         if learner is not None:
             where.append(Learner.key == learner)
         if exercise is not None:
             where.append(UploadRow.exercise == exercise)
-        return self._uploads(*where)
+        return where
 
     def upload_by_key(self, learner: str, idempotency_key: str) -> Upload | None:
         """The upload `learner` made with this idempotency key, if any (a replay is answered with it
@@ -629,21 +893,24 @@ class Queue:
         found = self._uploads(Learner.key == learner, UploadRow.idempotency_key == idempotency_key)
         return found[0] if found else None
 
-    def _uploads(self, *where) -> list[Upload]:
+    def _uploads(self, *where, order_by=None, limit: int | None = None) -> list[Upload]:
+        """The uploads that match, each with its newest final run as a RunSummary: the grade's
+        columns, never its document."""
         with self.gradebook.sessions() as s:
-            rows = s.execute(
-                select(UploadRow, Job, Learner.key, Submission.digest)
+            query = (
+                select(UploadRow, Job.status, Learner.key, Submission.digest)
                 .join(Job, Job.upload_id == UploadRow.id)
                 .join(Learner, UploadRow.learner_id == Learner.id)
                 .join(Submission, UploadRow.submission_id == Submission.id)
                 .where(*where)
-                .order_by(UploadRow.received_at, UploadRow.id)
-            ).all()
+                .order_by(*(order_by or (UploadRow.received_at, UploadRow.id)))
+            )
+            rows = s.execute(query if limit is None else query.limit(limit)).all()
             if not rows:
                 return []
             sub_ids = list({u.submission_id for u, *_ in rows})
             files: dict[int, dict[str, int]] = {i: {} for i in sub_ids}
-            runs: dict[tuple[int, int], GradeRun] = {}
+            runs: dict[tuple[int, int], RunSummary] = {}
             for i in range(0, len(sub_ids), 500):
                 chunk = sub_ids[i : i + 500]
                 for sid, name, size in s.execute(
@@ -652,15 +919,24 @@ class Queue:
                     .order_by(SubmissionFile.name)
                 ):
                     files[sid][name] = size
-                for final in s.scalars(
-                    select(GradeRun)
+                for run in s.execute(
+                    select(
+                        GradeRun.id,
+                        GradeRun.submission_id,
+                        GradeRun.exercise_id,
+                        GradeRun.status,
+                        GradeRun.score,
+                        GradeRun.max_score,
+                        GradeRun.passed,
+                        GradeRun.recorded_at,
+                    )
                     .where(GradeRun.submission_id.in_(chunk), GradeRun.status.in_(FINAL_STATUSES))
                     .order_by(GradeRun.id)
                 ):
-                    runs[(final.submission_id, final.exercise_id)] = final  # the newest final run wins
+                    runs[(run.submission_id, run.exercise_id)] = summary_of(run)  # the newest final run wins
             out = []
-            for u, job, key, digest in rows:
-                run = runs.get((u.submission_id, u.version_id))
+            for u, job_status, key, digest in rows:
+                summary = runs.get((u.submission_id, u.version_id))
                 out.append(
                     Upload(
                         id=u.id,
@@ -675,9 +951,9 @@ class Queue:
                         late_days_spent=u.late_days_spent,
                         chosen=u.chosen,
                         refunded=u.refunded,
-                        status=UPLOAD_STATUS[job.status],
-                        run_id=run.id if run is not None else None,
-                        grade=self._grade(run) if run is not None else None,
+                        status=UPLOAD_STATUS[job_status],
+                        run_id=summary.run_id if summary is not None else None,
+                        grade=summary,
                     )
                 )
             return out
