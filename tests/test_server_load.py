@@ -278,7 +278,7 @@ def test_two_servers_on_one_postgresql_gradebook_grade_100_without_a_duplicate(p
 def test_the_fresh_venv_client_logs_in_fetches_submits_and_reads_back(
     student_install, sqlite_server, tmp_path
 ):
-    """`pip install .` (no extra, tests/test_client_install.py's venv): the student commands
+    """`pip install ./client` (the student's wheel, tests/test_client_install.py's venv): the student commands
     against a real server, from a folder outside the checkout."""
     server, tokens, _ = sqlite_server
     learner = Learner(tmp_path / "home", python=str(student_install / "python"))
