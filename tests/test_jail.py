@@ -486,8 +486,9 @@ def test_a_jail_sees_only_the_standard_library_and_the_jails_distributions(tmp_p
 
 
 def test_a_private_package_installed_into_site_packages_is_simply_not_bound(monkeypatch):
-    """A wheel install puts the grader (and a course package, if one is installed) into site-packages: masking them there would
-    need a mount point in the read-only site view; they are left out of it instead."""
+    """A wheel install puts the grader (and a course package, if one is installed) into
+    site-packages: masking them there would need a mount point in the read-only site view; they are
+    left out of it instead."""
     site = next(iter(launcher.jail_site_entries()))
     hidden = [site / "grader", site / "exercises", site / "torch" / "nothing-private"]
     monkeypatch.setattr(launcher, "private_paths", lambda: hidden)
