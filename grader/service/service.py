@@ -116,6 +116,24 @@ def too_many_uploads(stored: int, exercise: str) -> Refused:
     )
 
 
+def _upload_fields(upload: Upload, late, counts: int | None) -> dict:
+    """What the whole view and a list's summary both say of an upload (neither says its grade)."""
+    return {
+        "id": upload.id,
+        "exercise": upload.exercise,
+        "learner": upload.learner,
+        "status": upload.status,
+        "received_at": iso(upload.received_at),
+        "digest": upload.digest,
+        "files": [{"name": n, "size": s} for n, s in sorted(upload.files.items())],
+        "late": {"minutes": late.minutes, "days": late.days, "penalty": late.penalty},
+        "use_late_day": upload.use_late_day,
+        "late_days_spent": upload.late_days_spent,
+        "chosen": upload.chosen,
+        "counted": counts == upload.id,
+    }
+
+
 @dataclass
 class Service:
     gradebook: Gradebook
@@ -441,18 +459,7 @@ class Service:
             sealed = self._sealed(account, upload.exercise, d)
             counts = counted(self.policy, upload.exercise, siblings, d, sealed=sealed)
         return {
-            "id": upload.id,
-            "exercise": upload.exercise,
-            "learner": upload.learner,
-            "status": upload.status,
-            "received_at": iso(upload.received_at),
-            "digest": upload.digest,
-            "files": [{"name": n, "size": s} for n, s in sorted(upload.files.items())],
-            "late": {"minutes": late.minutes, "days": late.days, "penalty": late.penalty},
-            "use_late_day": upload.use_late_day,
-            "late_days_spent": upload.late_days_spent,
-            "chosen": upload.chosen,
-            "counted": counts == upload.id,
+            **_upload_fields(upload, late, counts),
             "score": view.score if view else None,
             "max_score": view.max_score
             if view
@@ -513,19 +520,8 @@ class Service:
         )
         points = self.exercises[upload.exercise].points if upload.exercise in self.exercises else None
         return {
-            "id": upload.id,
-            "exercise": upload.exercise,
-            "learner": upload.learner,
-            "status": upload.status,
-            "received_at": iso(upload.received_at),
+            **_upload_fields(upload, late, counts),
             "graded_at": iso(upload.grade.recorded_at) if upload.grade else None,
-            "digest": upload.digest,
-            "files": [{"name": n, "size": s} for n, s in sorted(upload.files.items())],
-            "late": {"minutes": late.minutes, "days": late.days, "penalty": late.penalty},
-            "use_late_day": upload.use_late_day,
-            "late_days_spent": upload.late_days_spent,
-            "chosen": upload.chosen,
-            "counted": counts == upload.id,
             "score": score_after_penalty(run, late.penalty) if run else None,
             "max_score": run.max_score if run else points,
             "passed": run.passed if run else None,
