@@ -45,6 +45,7 @@ def xdist_group_of(nodeid: str) -> str | None:
     return file.removesuffix(".py") if file in WHOLE_FILES else None
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: `-p no:xdist` runs without it
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadgroup":
         return None
