@@ -44,6 +44,7 @@
     │   └── testkit.CheckFailure    a hidden check failed: pytest reports it as the check's result
     │       └── testkit.Unusable    ... on an unusable file or a missing name: never shrunk
     ├── store.queue.QueueFull       the grading queue is at its depth: the server answers 429
+    ├── store.queue.TooManyUploads  the learner stored SUBMISSIONS_PER_EXERCISE uploads: 409 closed
     ├── budgets.TimingStopped       a BaseException raised into a reference call timed too long
     ├── jail.wire.WireError         a frame that breaks the format        } the jail's own side: it
     ├── jail.sandbox.SandboxError   a step of building the jail failed    } imports only its folder
