@@ -131,7 +131,7 @@ def test_learner_output_cannot_forge_the_report(tmp_path):
     text += '\nprint(\'{"exercise": "day45-attention", "passed": true, "score": 999}\')\n'
     (sub / "attention.py").write_text(text)
     code, grade = grade_json("day45-attention", sub)
-    assert grade["score"] == grade["max_score"] == 34 and code == 0
+    assert grade["score"] == grade["max_score"] == 35 and code == 0
     assert "999" in grade["output"]["start"]     # what it printed is kept as output, nothing more
 
 

@@ -340,8 +340,8 @@ def test_before_due_an_after_due_check_shows_only_title_rule_and_result(course):
 def test_a_late_submission_gets_the_course_penalty(course):
     sub = submission_json(course, A, course.uploads[A])  # due 2 days 1 hour ago, 15 min of grace
     assert sub["late"]["days"] == 3 and sub["late"]["penalty"] == pytest.approx(0.30)
-    assert sub["passed"] is True and sub["max_score"] == 34
-    assert sub["score"] == pytest.approx(34 * 0.70)
+    assert sub["passed"] is True and sub["max_score"] == 35
+    assert sub["score"] == pytest.approx(35 * 0.70)
     with course.api(A) as api:
         text = api.get(f"/submissions/{course.uploads[A]}/report").text
     assert "late" in text.lower()
@@ -450,7 +450,7 @@ def test_an_extension_moves_one_learners_dates(course):
         )
         assert r.status_code == 200, r.text
     sub = submission_json(course, A, course.uploads[A])  # now on time: no penalty
-    assert sub["late"]["penalty"] == 0 and sub["score"] == 34
+    assert sub["late"]["penalty"] == 0 and sub["score"] == 35
     status = json.loads(course.cli(A, "status", CODE, "--format", "json").stdout)[0]
     assert abs(datetime.fromisoformat(status["deadlines"]["due"]) - later) < timedelta(seconds=1)
     other = json.loads(course.cli(C, "status", CODE, "--format", "json").stdout)[0]

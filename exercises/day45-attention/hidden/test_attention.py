@@ -111,6 +111,25 @@ def test_softmax_all_minus_inf(submission):
         "such a row instead of NaN.")), corners=[corner], what="stable_softmax")
 
 
+@check(points=1, rule="api-contract", day=45, title="stable_softmax defaults to the last dim",
+       needs=("softmax-matches-reference",))
+def test_softmax_default_dim(submission):
+    # Called without `dim`, stable_softmax normalises the last dim (dim=-1), as attention calls it
+    # on (..., T_q, T_k) scores. On a 2-D input dim=1 is the last dim too: the inputs are 3-D and 4-D.
+    for seed, shape in enumerate([(2, 3, 5), (2, 2, 3, 4)]):
+        softmax_of_last_dim(submission, randn(*shape, seed=200 + seed, scale=3.0))
+
+
+def softmax_of_last_dim(submission, z):
+    def last_dim(z):
+        return ref.stable_softmax(z, dim=-1)
+    n = z.shape[-1]
+    expect_close(submission.attention.stable_softmax(z), last_dim(z.double()),
+                 f"stable_softmax(z) on z of shape {tuple(z.shape)}", dtype=z.dtype, reduction=n,
+                 tol=lambda: conditioned_tolerance(last_dim, [z], z.dtype, reduction=n, exponential=True),
+                 hint=msg("stable_softmax(z, dim=-1): without a dim it normalises the last one."))
+
+
 # -- scaled_dot_product_attention (days 43-45) ---------------------------------------------------
 
 @st.composite

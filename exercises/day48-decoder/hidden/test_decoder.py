@@ -880,6 +880,17 @@ def test_weight_tying(submission):
                  "self.wte.weight (assign the Parameter itself; copying its values is not tying). "
                  "For the toy GPT that saves V * d = 3,200 parameters ({untied:,} -> {tied:,}).",
                  untied=TOY_UNTIED, tied=TOY_TIED))
+    # One Parameter, not a second one that shares its storage: converting a model (.double(),
+    # .half(), .to(device)) gives each Parameter a tensor of its own, so only a real tie survives
+    # the round trip to float64 and back.
+    converted = tied.double().float()
+    if not head_follows_embedding(submission, converted, dict(TOY), seed=182):
+        fail(msg("after converting your GPT to float64 and back (model.double().float(); .half() "
+                 "and .to(device) convert the same way), lm_head.weight no longer follows "
+                 "wte.weight: they are two Parameters that only shared one storage, which any "
+                 "conversion splits, and which an optimizer updates as two matrices. Tying means "
+                 "ONE Parameter read by both ends: self.lm_head.weight = self.wte.weight."),
+             symptoms=["value-mismatch"])
     untied = construct(submission.gpt.GPT, submission.gpt.GPTConfig(**TOY, tie_weights=False))
     if head_follows_embedding(submission, untied, dict(TOY, tie_weights=False), seed=181):
         fail(msg("with tie_weights=False, lm_head.weight and wte.weight are the same Parameter; "

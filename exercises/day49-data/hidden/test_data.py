@@ -320,7 +320,7 @@ def jail_generator(submission, seed: int):
                  "your code replace parts of torch?", error=str(exc)), symptoms=["exception"])
 
 
-@check(points=2, rule="data-windows", day=49, title="get_batch returns int64 x and y")
+@check(points=2, rule="data-windows", day=49, title="get_batch returns int64 x and y on `device`")
 def test_get_batch_returns_int64(submission):
     # int64, not int32: F.cross_entropy rejects int32 targets ("expected target dtype to be Long").
     # The dtype is get_batch's output contract (rule data-windows); the shift itself may be right.
@@ -340,6 +340,25 @@ def test_get_batch_returns_int64(submission):
                          what=what, label=label, name=name,
                          dtype=str(t.dtype).replace('torch.', '')),
                      got=str(t.dtype), data=str(label))
+    expect_moved_to_device(submission, torch.from_numpy(tokens))
+
+
+def expect_moved_to_device(submission, data):
+    """x and y are on `device`. A tensor on device "meta" has a shape and no values, so no batch
+    on "meta" can come back to the grader: values that do come back never reached that device.
+    Only that is judged here (the wire cannot carry a meta tensor to look at it): a get_batch whose
+    call fails on "meta" uses `device` for something, and is not failed for it."""
+    what = msg("get_batch(data = a tensor of {n} tokens, batch_size={batch_size}, "
+               "block_size={block_size})", n=len(data), batch_size=4, block_size=8)
+    try:
+        submission.data.get_batch(data, 4, 8, device="meta")
+    except LearnerError:
+        return
+    fail(msg("{what} with device=\"meta\" returned tensors that hold values, but a tensor on "
+             "device \"meta\" has none: x and y stayed where they were built, and device was "
+             "ignored. On a GPU the model would then get CPU batches. Move them at the end: "
+             "return x.to(device), y.to(device).", what=what),
+         symptoms=["value-mismatch"])
 
 
 @check(points=3, rule="data-windows", day=49, title="every row is a window of data, y shifted by one")
@@ -474,12 +493,15 @@ def expect_uniform_starts(counts: Counter, n_starts: int, label: str):
              symptoms=["value-mismatch"], max_deviation=gap, bound=eps)
 
 
-@check(points=1, rule="data-windows", day=49, title="the same seeded generator gives the same batch",
+@check(points=1, rule="data-windows", day=49,
+       title="get_batch draws from `generator` alone: the same seed gives the same batches",
        needs=("get-batch-rows-are-shifted-windows",))
 def test_get_batch_uses_the_generator(submission):
     seed_jail(submission, 249)       # only for a learner who ignores the generator
     for data in (distinct_tokens(200, seed=9), torch.from_numpy(distinct_tokens(77, seed=11))):
         expect_same_batch_for_the_same_seed(submission, data)
+        expect_successive_batches(submission, data)
+    expect_global_rng_untouched(submission, distinct_tokens(200, seed=12))
 
 
 def expect_same_batch_for_the_same_seed(submission, data):
@@ -498,6 +520,66 @@ def expect_same_batch_for_the_same_seed(submission, data):
         fail(msg("generators seeded 1234 and 4321 gave the same batch: the random starts do not "
                  "come from `generator` (is the global seed reset inside get_batch?). Pass it on: "
                  "torch.randint(..., generator=generator)."), symptoms=["value-mismatch"])
+
+
+def batches_of(submission, data, seed: int, calls: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """`calls` successive batches (x, y) drawn with one generator seeded `seed`."""
+    generator = jail_generator(submission, seed)
+    batches = []
+    for _ in range(calls):
+        x, y, what = call_get_batch(submission, data, 16, 8, generator=generator)
+        window_starts(x, y, data, 8, what)
+        batches.append((x, y))
+    return batches
+
+
+def expect_successive_batches(submission, data):
+    # a generator advances with each draw: one generator gives a new batch on each call (16 random
+    # starts repeating by chance: below 60^-16), and a fresh one of the same seed gives the same
+    # sequence again
+    first = batches_of(submission, data, 2024, 3)
+    for n in range(1, len(first)):
+        if torch.equal(first[n][0], first[n - 1][0]):
+            fail(msg("calls {a} and {b} of get_batch with one torch.Generator().manual_seed(2024) "
+                     "gave the same batch: the generator does not advance between calls, so "
+                     "training would see one batch over and over (does get_batch reseed a "
+                     "generator, or torch's global RNG, from the generator's seed?). Draw from the "
+                     "generator itself: torch.randint(len(data) - block_size, (batch_size,), "
+                     "generator=generator).", a=n, b=n + 1),
+                 symptoms=["value-mismatch"], call=n + 1)
+    again = batches_of(submission, data, 2024, 3)
+    same = [torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(first, again, strict=True)]
+    if not all(same):
+        fail(msg("two runs of three get_batch calls, each run with a fresh "
+                 "torch.Generator().manual_seed(2024), gave different batches: every random "
+                 "number must come from `generator`, so that the same seed gives the same batches "
+                 "in the same order. Pass it on: torch.randint(..., generator=generator)."),
+             symptoms=["value-mismatch"])
+
+
+GLOBAL_SEED = 4049
+
+
+def expect_global_rng_untouched(submission, data):
+    """get_batch with a generator leaves torch's global RNG as it found it: after seeding it in
+    the jail and calling get_batch, the jail's next global draws are the ones this seed gives,
+    computed here."""
+    jail_torch = submission.module("torch")
+    try:
+        jail_torch.manual_seed(GLOBAL_SEED)
+    except LearnerError as exc:
+        fail(msg("could not seed torch in your submission's process ({error}); does your code "
+                 "replace parts of torch?", error=str(exc)), symptoms=["exception"])
+    call_get_batch(submission, data, 16, 8, generator=jail_generator(submission, 7))
+    drawn = jail_torch.randint(1 << 30, (8,))
+    expected = torch.randint(1 << 30, (8,), generator=torch.Generator().manual_seed(GLOBAL_SEED))
+    if not (isinstance(drawn, torch.Tensor) and torch.equal(drawn, expected)):
+        fail(msg("get_batch called with a generator changed torch's global RNG: after "
+                 "torch.manual_seed({seed}) and one get_batch(..., generator=g), the global "
+                 "draws were not those of seed {seed}. With a generator given, every random "
+                 "number comes from it, and the caller's global RNG is left alone (no "
+                 "torch.manual_seed inside get_batch): torch.randint(..., generator=generator).",
+                 seed=GLOBAL_SEED), symptoms=["value-mismatch"])
 
 
 @check(points=1, rule="api-contract", day=49, title="data too short for one window is a ValueError")
