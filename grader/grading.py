@@ -155,7 +155,6 @@ def grade_code(
             exercise_dir(exercise.id) / "hidden",
             session,
             before_checks=lambda: loaded(session, exercise),
-            name_failure=bug_namer(exercise, session) if name_bugs else None,
             exercise=exercise,
             max_failures=max_failures,
         )
@@ -180,15 +179,24 @@ def grade_code(
                     seconds=session.limits.wall_seconds,
                 ),
             )
-        return assemble(
+        printed = session.output()  # what the checks printed: naming's reruns print nothing the learner sees
+        diagnoses = list(collected.diagnoses)  # those the hidden tests made
+        naming = time.monotonic()
+        if name_bugs:
+            # where a hidden test said what is wrong, "where the difference starts" adds nothing
+            said = {d.check for d in diagnoses}
+            named = named_bugs(exercise, session, collected.results)
+            diagnoses += [d for d in named if not (d.level == "localized" and d.check in said)]
+        graded = assemble(
             exercise,
             collected.results,
-            collected.diagnoses,
+            diagnoses,
             error,
             session.isolation,
-            session.output(),
+            printed,
             submitted.warnings,
         )
+        return graded.model_copy(update={"naming_s": round(time.monotonic() - naming, 3)})
     finally:
         session.close()
 
@@ -203,22 +211,17 @@ def solution_trace(exercise: Exercise | str) -> dict[str, list[Event]]:
     return {check: trace.events(check) for check in trace.checks}
 
 
-def bug_namer(exercise: Exercise, session: SubmissionSession):
-    """check id -> diagnoses naming its bug, from the session's trace; the time it takes is the
-    grader's, not the learner's (their wall budget is moved on by as much)."""
-    namer = Namer(exercise, session.trace)
-
-    def name_failure(check: str) -> list[Diagnosis]:
-        started = time.monotonic()
-        try:
-            return namer(check)
-        except Exception as exc:  # noqa: BLE001 - naming is a hint: its failure never costs a grade
-            print(f"grader: naming the bug of {check} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-            return []
-        finally:
-            session.started += time.monotonic() - started
-
-    return name_failure
+def named_bugs(exercise: Exercise, session: SubmissionSession, results: list[CheckResult]) -> list[Diagnosis]:
+    """The known bugs behind the failed checks, one explanation for the whole submission
+    (grader.fingerprints), the jail still there to tell candidates apart. Naming is a hint: its
+    failure never costs a grade."""
+    if all(r.passed for r in results):
+        return []
+    try:
+        return Namer(exercise, session.trace, rerun=session.rerun).explain(results)
+    except Exception as exc:  # noqa: BLE001
+        print(f"grader: naming the bugs failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return []
 
 
 def loaded(session: SubmissionSession, exercise: Exercise) -> tuple[str, str] | None:

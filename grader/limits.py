@@ -42,8 +42,9 @@ For every exercise:
                                             work gets call_seconds (timing costs no more)
     REPLAY_EVENTS                 200       requests of one check recorded, to name its bug
     REPLAY_VALUE_ELEMENTS         1 Mi      tensor elements of a reply kept for that
-    FINGERPRINT_SECONDS           20        replaying a submission's failed checks on mutants
-    FINGERPRINT_NAMES             3         mutants named for one failed check, at most
+    FINGERPRINT_SECONDS           20        naming a submission's bugs (replays, jail reruns)
+    FINGERPRINT_NAMES             4         known bugs named as facts for one submission, at most
+    FINGERPRINT_CANDIDATES        6         known bugs listed as its candidates, at most
     STACK_SAMPLE_SECONDS          0.2       a call over budget: the wait for its stack sample
     STACK_SAMPLE_BYTES            16 KiB    ... the bytes of it read (learner text)
     STACK_FRAMES                  3         ... the learner's frames kept, innermost first
@@ -205,8 +206,9 @@ CALL_TIMING_SECONDS = 0.5  # a reference call timed no longer than this (the bug
 # -- naming a failed check's bug (grader.replay, grader.fingerprints) -------------------------
 REPLAY_EVENTS = 200  # requests of one check recorded for replay; the rest are not compared
 REPLAY_VALUE_ELEMENTS = 1 << 20  # a reply with more tensor elements is not kept for comparing
-FINGERPRINT_SECONDS = 20.0  # replaying one submission's failed checks on the mutants, in all
-FINGERPRINT_NAMES = 3  # mutants named for one failed check, at most
+FINGERPRINT_SECONDS = 20.0  # naming one submission's bugs, in all (replays and jail reruns)
+FINGERPRINT_NAMES = 4  # known bugs named as facts for one submission, at most (a bug hunt's starter has 4)
+FINGERPRINT_CANDIDATES = 6  # known bugs listed as candidates for one submission, at most
 STACK_SAMPLE_SECONDS = 0.2  # a call over budget: how long the jail's stack sample is waited for
 STACK_SAMPLE_BYTES = 16 * KiB  # ... and read of it (the text is the learner's)
 STACK_FRAMES = 3  # the learner's frames kept from it, innermost first

@@ -22,6 +22,7 @@ from grader.limits import (
     GRADE_TEXT_BYTES,
     MESSAGE_BYTES,
     MSGID_CHARS,
+    SHORT_CHARS,
     Limits,
 )
 from grader.locale import N_, Message, message_fields
@@ -280,12 +281,26 @@ class CheckResult(Said):
         return super().text_bytes() + data_bytes(self.evidence) + data_bytes(self.title_i18n)
 
 
+# how much the evidence says (docs/diagnosis.md): "reproduced" - the learner's outputs on every
+# failing call are what this known bug gives (a fact); "candidate" - one of several bugs that
+# reproduce them alike (never a fact); "localized" - no known bug explains them: where the
+# difference starts
+DiagnosisLevel = Literal["reproduced", "candidate", "localized"]
+
+
 class Diagnosis(Said):
     rule: Rule
     day: int
     mutant: str | None = None
     check: str | None = None
     message_i18n: dict[str, str] = {}  # lang -> message, where the message is data (a mutant's TOML)
+    level: DiagnosisLevel = "reproduced"
+    # the call that shows it, written as code: for "reproduced", the input on which the learner's
+    # code matched this bug and not the other candidates (None when no other reproduced the
+    # failing calls); for "localized", the smallest failing call
+    call: str | None = None
+    function: str | None = None  # "localized": the learner function where the difference starts
+    searched: bool = True  # "localized": every known bug was compared (else the search ran out of time)
 
     @classmethod
     def _prepare(cls, data: dict, room: Room) -> dict:
@@ -295,6 +310,9 @@ class Diagnosis(Said):
             part = Room(room.left // 2)
             data["message_i18n"] = bounded(data["message_i18n"], part)
             room.take(room.left // 2 - part.left)
+        for key in ("call", "function"):  # written by the grader from its own requests: short
+            if isinstance(data.get(key), str):
+                data[key] = data[key][: 2 * SHORT_CHARS]
         return super()._prepare(data, room)
 
     def text_bytes(self) -> int:
@@ -335,6 +353,7 @@ class Grade(Record):
     warnings: list[Note] = []
     output: Printed = Printed()
     duration_s: float = 0.0
+    naming_s: float = 0.0  # of duration_s, the time naming the bugs took (grader.fingerprints)
     grader_version: str = ""
     student: str | None = None
     adjustments: list[Adjustment] = []  # applied when read from the gradebook, never by grading

@@ -25,6 +25,7 @@ import hashlib
 import importlib.abc
 import importlib.util
 import math
+import random
 import sys
 import time
 from collections import OrderedDict
@@ -107,7 +108,7 @@ class Trace:
             else:
                 self.stopped.add(check)
         if outcome is not None and outcome.kind == "value":
-            for handle in _handles(outcome.value):
+            for handle in handles_in(outcome.value):
                 self.made_by[(generation, handle.id)] = event
         if op == "load" and "handle" in target and not target.get("path"):
             self.loads.setdefault((generation, int(target["handle"])), []).append(event)
@@ -249,6 +250,7 @@ def replay(
     gradients: bool = False,
     until: Callable[[int, Outcome], bool] | None = None,
     seconds: float | None = None,
+    seed: int = 0,
 ) -> list[Outcome]:
     """The same requests on `modules`, in order; one Outcome per event (None-outcome events, the
     loads, give Outcome("opaque")). Objects are rebuilt by replaying the calls that made them.
@@ -258,7 +260,9 @@ def replay(
     weighting of it) with respect to the call's floating inputs and its module's parameters,
     and the gradients are part of the outcome.
     until(i, outcome) -> True stops the replay after event i (the caller has seen enough);
-    seconds: the replay stops (raising TimeoutError) after this much wall time."""
+    seconds: the replay stops (raising TimeoutError) after this much wall time; seed: of torch's,
+    numpy's and Python's generators when it starts (an answer that changes with it depends on
+    the random state, which the learner's jail had as its own history left it)."""
     worker_module = _jail_worker()
     worker = _ReplayWorker(modules, worker_module, float64=float64)
     outcomes: list[Outcome] = []
@@ -267,7 +271,9 @@ def replay(
         with same_random_state(), _installed(modules), _one_thread(), timer:
             # the CPU generator alone, as same_random_state restores it: torch.manual_seed would
             # also queue a seed for each accelerator, formatting the stack each time (4 ms)
-            torch.default_generator.manual_seed(0)
+            torch.default_generator.manual_seed(seed)
+            np.random.seed(seed)
+            random.seed(seed)
             deadline = time.monotonic() + seconds if seconds else math.inf
             for i, event in enumerate(events):
                 if time.monotonic() > deadline:  # where no timer can run (not the main thread)
@@ -301,12 +307,14 @@ def remembered_replay(
     *,
     until: Callable[[int, Outcome], bool] | None = None,
     seconds: float | None = None,
+    seed: int = 0,
 ) -> list[Outcome]:
-    """replay(events, modules, until=, seconds=), from this process's earlier replay of the same
-    `key`: the counterpart's own key and requests_digest(events). The outcomes kept are walked
+    """replay(events, modules, until=, seconds=, seed=), from this process's earlier replay of the
+    same `key` (the counterpart's own key and requests_digest(events)) and seed. The outcomes kept are walked
     with `until`; when they end before it stops, and that replay had stopped early, the events
     are replayed again (the longer outcomes are kept). The least recently used are dropped past
     REPLAY_CACHE_BYTES."""
+    key = (*key, seed)
     kept = _replayed.get(key)
     if kept is not None:
         _replayed.move_to_end(key)
@@ -315,7 +323,7 @@ def remembered_replay(
                 return kept.outcomes[: i + 1]
         if kept.complete:
             return list(kept.outcomes)
-    outcomes = replay(events, modules, until=until, seconds=seconds)
+    outcomes = replay(events, modules, until=until, seconds=seconds, seed=seed)
     if kept is None or len(outcomes) > len(kept.outcomes):
         _remember(key, outcomes, complete=len(outcomes) == len(events))
     return outcomes
@@ -333,15 +341,42 @@ def _remember(key: tuple, outcomes: list[Outcome], complete: bool) -> None:
 
 
 def requests_digest(events: Sequence[Event]) -> str | None:
-    """A hash of what replaying `events` reads: each request (op, target, jail generation, its
-    fields, tensors by dtype, shape and bytes) and which learner objects its answer made (their
-    handles). None if a field holds a value of another kind (nothing is remembered for it)."""
+    """A hash of what replaying `events` reads: each request (op, target, which jail, its fields,
+    tensors by dtype, shape and bytes) and which learner objects its answer made, objects and
+    jails numbered in order of appearance. None if a field holds a value of another kind
+    (nothing is remembered for it)."""
     digest = hashlib.blake2b(digest_size=20)
+    # learner objects numbered as they appear, and jails as they come: what a learner made in
+    # earlier checks (their handles' ids) does not change what replaying these requests does
+    numbers: dict[tuple[int, int], int] = {}
+    jails: dict[int, int] = {}
+
+    def number(generation: int, handle_id: int) -> int:
+        return numbers.setdefault((generation, handle_id), len(numbers))
+
+    def numbered(value, generation: int):
+        if isinstance(value, Handle):
+            return Handle(number(generation, value.id), "")
+        if isinstance(value, (list, tuple)):
+            return type(value)(numbered(v, generation) for v in value)
+        if isinstance(value, dict):
+            return {k: numbered(v, generation) for k, v in value.items()}
+        return value
+
     try:
         for event in events:
+            generation = event.generation
+            target = dict(event.target)
+            if "handle" in target:
+                target["handle"] = number(generation, int(target["handle"]))
             answer = event.outcome
-            made = None if answer is None else (answer.kind, [h.id for h in _handles(answer.value)])
-            _feed(digest, (event.op, event.target, event.generation, event.fields, made))
+            made = (
+                None
+                if answer is None
+                else (answer.kind, [number(generation, h.id) for h in handles_in(answer.value)])
+            )
+            jail = jails.setdefault(generation, len(jails))
+            _feed(digest, (event.op, target, jail, numbered(event.fields, generation), made))
     except (TypeError, RuntimeError):  # a kind of value, or a tensor whose bytes torch will not give
         return None
     return digest.hexdigest()
@@ -434,7 +469,7 @@ class _ReplayWorker:
             return raised(type(exc).__name__)
         # the objects the learner got back are ours from now on, pairwise
         if event.outcome.kind == "value":
-            for theirs, ours in zip(_handles(event.outcome.value), _handles(value), strict=False):
+            for theirs, ours in zip(handles_in(event.outcome.value), handles_in(value), strict=False):
                 obj = self.worker.objects[ours.id]
                 if self.float64 and isinstance(obj, torch.nn.Module):
                     obj.double()
@@ -509,7 +544,7 @@ def _same_value(a, b, tolerance: float | None) -> bool:
 def _same_tensor(a: torch.Tensor, b: torch.Tensor, tolerance: float | None) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype or a.dtype.is_complex:
         return False
-    if not a.is_floating_point():
+    if not a.is_floating_point() or torch.equal(a, b):  # equal: the common case, decided at once
         return bool(torch.equal(a, b))
     tol = tolerance if tolerance is not None else TOLERANCE.get(a.dtype, 1e-4)
     a, b = a.double(), b.double()
@@ -562,7 +597,8 @@ def _walk(value) -> Iterator[Any]:
         yield value
 
 
-def _handles(value) -> list[Handle]:
+def handles_in(value) -> list[Handle]:
+    """The learner objects (their Handles) inside a request's fields or an answer."""
     return [v for v in _walk(value) if isinstance(v, Handle)]
 
 
@@ -576,7 +612,7 @@ def _elements(value) -> int:
 
 def _uses(event: Event) -> list[tuple[int, int]]:
     """The learner objects an event reaches: its target and the handles among its arguments."""
-    keys = [(event.generation, h.id) for h in _handles(event.fields)]
+    keys = [(event.generation, h.id) for h in handles_in(event.fields)]
     if "handle" in event.target:
         keys.insert(0, (event.generation, int(event.target["handle"])))
     return keys

@@ -42,13 +42,12 @@ UNUSED_PLUGINS = (
 class _CheckCollector:
     """A pytest plugin: provides the `submission` fixture and turns reports into CheckResults."""
 
-    def __init__(self, submission, before_checks=None, name_failure=None, exercise=None):
+    def __init__(self, submission, before_checks=None, exercise=None):
         self._submission = submission
         self._exercise = exercise  # models.Exercise: its markers are checked against it
         self.exercise_errors: list[str] = []
         self._collect_only = False
         self._before_checks = before_checks
-        self._name_failure = name_failure  # check id -> diagnoses naming its bug (grader.fingerprints)
         self.problem: tuple[str, str] | None = None
         self.results: list[CheckResult] = []
         self.diagnoses: list[Diagnosis] = []
@@ -140,9 +139,6 @@ class _CheckCollector:
         if isinstance(exc, CheckFailure):
             for d in exc.diagnosis:
                 self.diagnoses.append(Diagnosis(check=base["id"], **d))
-        if self._name_failure is not None:
-            named = {d.mutant for d in self.diagnoses if d.check == base["id"]}
-            self.diagnoses += [d for d in self._name_failure(base["id"]) if d.mutant not in named]
         return CheckResult(
             passed=False,
             points=0.0,
@@ -540,18 +536,16 @@ def run_hidden_tests(
     hidden_dir: Path,
     submission,
     before_checks=None,
-    name_failure=None,
     max_failures: int | None = None,
     exercise=None,
     collect_only: bool = False,
 ) -> _CheckCollector:
     """before_checks() -> (error kind, message) or None: called once tests are collected; when it
-    returns a problem no check runs and `collector.problem` holds it. name_failure(check id) ->
-    diagnoses: called for each failed check, to name its bug. max_failures: stop after this many
+    returns a problem no check runs and `collector.problem` holds it. max_failures: stop after this many
     failed checks (the later ones are not run, nor reported): for a verdict, not a learner's grade.
     exercise: the markers are checked against it (marker_problems), an ExerciseFileError (exit 2)
     naming each problem. collect_only: run no check (the markers' validation alone)."""
-    collector = _CheckCollector(submission, before_checks, name_failure, exercise)
+    collector = _CheckCollector(submission, before_checks, exercise)
     collector._collect_only = collect_only
     args = pytest_args(hidden_dir, max_failures)
     code = _run_kept(args, collector)

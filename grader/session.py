@@ -36,7 +36,7 @@ from grader.jail.client import (
 from grader.jail.wire import Handle
 from grader.limits import CALL_FLOOR_SECONDS, JAIL_READY_SECONDS
 from grader.locale import Message, msg
-from grader.replay import Trace, outcome_of, raised
+from grader.replay import Event, Outcome, Trace, handles_in, outcome_of, raised
 
 
 class Remote:
@@ -321,6 +321,49 @@ class SubmissionSession:
         fields = dict(data=data, steps=steps, batch_size=batch_size, block_size=block_size, lr=lr, seed=seed)
         what = msg("training {model} for {steps} steps", model=model._label, steps=steps)
         return self._recorded("train_lm", target, fields, _is_losses, what=what, budget=budget)
+
+    def rerun(self, events: list[Event], seconds: float) -> list[Outcome] | None:
+        """Requests a check made, sent again (an input that tells known bugs apart, after the
+        checks): one Outcome per request, the learner objects they make standing in for those
+        the original requests made. Not recorded; None when the jail cannot answer them all
+        (a training run is not sent again) or `seconds` run out."""
+        deadline = time.monotonic() + seconds
+        made: dict[tuple[int, int], Handle] = {}  # the original (generation, handle) -> this run's
+
+        def ours(value, generation: int):
+            if isinstance(value, Handle):
+                return made[(generation, value.id)]
+            if isinstance(value, (list, tuple)):
+                return type(value)(ours(v, generation) for v in value)
+            if isinstance(value, dict):
+                return {k: ours(v, generation) for k, v in value.items()}
+            return value
+
+        outcomes: list[Outcome] = []
+        try:
+            for event in events:
+                left = deadline - time.monotonic()
+                if left <= 0 or event.op not in ("call", "load", "get", "params", "state"):
+                    return None
+                target = dict(event.target)
+                if "handle" in target:
+                    target["handle"] = made[(event.generation, int(target["handle"]))].id
+                fields = ours(event.fields, event.generation)
+                # the grader's time, after the checks: the submission's wall budget is not spent
+                timeout = min(left, self.limits.call_seconds)
+                try:
+                    reply = self.ensure_jail().request(event.op, timeout, target=target, **fields)
+                except LearnerError as exc:
+                    outcomes.append(raised(exc.type_name))
+                    continue
+                outcome = outcome_of(reply) if event.outcome is not None else Outcome("opaque")
+                if event.outcome is not None and event.outcome.kind == "value":
+                    for theirs, new in zip(handles_in(event.outcome.value), handles_in(reply), strict=False):
+                        made[(event.generation, theirs.id)] = new
+                outcomes.append(outcome)
+        except (JailError, KeyError):
+            return None
+        return outcomes
 
     # -- internals ----------------------------------------------------------------------------
     def _recorded(self, op: str, target: dict, fields: dict, is_well_formed=None, what=None, budget=None):
