@@ -15,8 +15,11 @@ and the link to their published report), or bare Grades (as a grading server's p
   discrimination (DISCRIMINATION below); the checks hardest first (lowest pass rate) in `items`;
 - the pass rate of each rule: checks of that rule passed / checks of that rule run, over all
   submissions, with the points earned and available;
-- the diagnoses, most frequent first: how many submissions each known bug (or, without a mutant
-  name, each diagnosis message) was diagnosed in, counted once per submission;
+- the diagnoses, most frequent first: how many submissions each known bug was diagnosed in (as
+  a fact: level "reproduced"; or, without a mutant name, each diagnosis message), counted once per
+  submission, and apart, how many more named it only as a candidate (one of several possible
+  known bugs: never counted as diagnosed); the submissions no known bug explains, by the function
+  where the difference starts (level "localized"), are rows of their own with no known bug;
 - the root causes, most frequent first: how many submissions failed each check as the first
   broken thing that other failing checks build on (CheckResult.caused_by), and how many
   failures built on it there were in all;
@@ -50,11 +53,11 @@ from pydantic import BaseModel, ConfigDict
 from grader.copies import Copies, code_text, find_copies, segments
 from grader.limits import COPY_PAIRS_SHOWN, COPY_VIEW_CHARS, COPY_VIEWS
 from grader.locale import normalize_lang
-from grader.models import CheckResult, Grade
+from grader.models import CheckResult, Diagnosis, Grade
 from grader.rules import all_rules
 from grader.text import visible
 from reports import svg
-from reports.gradebook import render_csv
+from reports.gradebook import diagnosed, render_csv
 from reports.gradebook import render_items_csv as _items_csv
 from reports.html import HTML_LANG, environment, translator
 from reports.labels import error_kind, error_label, rule_label
@@ -175,7 +178,9 @@ class DiagnosisStat:
     day: int
     mutant: str | None
     message: str  # one example, in the report's language
-    count: int = 0  # submissions it was diagnosed in
+    count: int = 0  # submissions it was diagnosed in (a localized row: that no known bug explains)
+    candidates: int = 0  # submissions that named it only as a candidate (not in `count`)
+    level: str = "reproduced"  # "localized": a row of the submissions no known bug explains
 
 
 @dataclass
@@ -230,6 +235,14 @@ class ClassSummary:
                 c.id,
             ),
         )
+
+
+def stat_message(d: Diagnosis, lang: str) -> str:
+    """What a row of the diagnoses says: the known bug's message; for the submissions no known bug
+    explains, where the difference starts (the function, not one learner's failing call)."""
+    if d.level == "localized" and not d.mutant and d.function:
+        return t("no known bug named; the difference starts in {function}", lang, function=d.function)
+    return diagnosis_message(d, lang)
 
 
 def discrimination(ranked: Sequence[tuple[float, str, bool]]) -> float | None:
@@ -332,15 +345,32 @@ def summarize(
             r.passed += c.passed
             r.points += c.points
             r.max_points += c.max_points
+        # a known bug counts as diagnosed only where it is a fact (reproduced); a candidate is
+        # counted apart, once per submission that does not also have it as a fact
+        facts = {(d.rule, d.day, d.mutant) for d in g.diagnosis if d.mutant and d.level == "reproduced"}
         seen = set()
         for d in g.diagnosis:
-            key = (d.rule, d.day, d.mutant) if d.mutant else (d.rule, d.day, None, d.message_id or d.message)
-            if key in seen:
+            if d.mutant:
+                key: tuple = (d.rule, d.day, d.mutant)
+            elif d.level == "localized":
+                key = (d.rule, d.day, None, "localized", d.function or d.message_id or d.message)
+            else:
+                key = (d.rule, d.day, None, d.message_id or d.message)
+            if key in seen or (d.level == "candidate" and key in facts):
                 continue
             seen.add(key)
             if key not in diagnoses:
-                diagnoses[key] = DiagnosisStat(d.rule, d.day, d.mutant, diagnosis_message(d, lang))
-            diagnoses[key].count += 1
+                diagnoses[key] = DiagnosisStat(
+                    d.rule,
+                    d.day,
+                    d.mutant,
+                    stat_message(d, lang),
+                    level="localized" if d.level == "localized" else "reproduced",
+                )
+            if d.level == "candidate":
+                diagnoses[key].candidates += 1
+            else:
+                diagnoses[key].count += 1
     for check_key, stat in checks.items():
         stat.discrimination = discrimination(ranked[check_key])
     order = {rule: i for i, rule in enumerate(all_rules())}
@@ -353,7 +383,10 @@ def summarize(
         histogram=histogram,
         checks=sorted(checks.values(), key=lambda s: (s.exercise, s.day, s.rule, s.id)),
         rules=sorted(rules.values(), key=lambda r: (order.get(r.rule, len(order)), r.rule)),
-        diagnoses=sorted(diagnoses.values(), key=lambda d: (-d.count, d.day, d.rule, d.mutant or "")),
+        diagnoses=sorted(
+            diagnoses.values(),
+            key=lambda d: (-d.count, -d.candidates, d.day, d.rule, d.mutant or "", d.message),
+        ),
         errors=dict(Counter(error_kind(g) or "" for g in grades if g.error)),
         exercises=sorted({g.exercise for g in grades}),
         root_causes=sorted(roots.values(), key=lambda r: (-r.count, -r.dependents, r.exercise, r.id)),
@@ -439,7 +472,7 @@ def render_class_html(
             "adjusted": bool(e.grade.adjustments),
             "copies": e.learner in in_copies,
             "error": error_label(error_kind(e.grade) or "", lang) if e.grade.error else "",
-            "diagnosed": ", ".join(dict.fromkeys(d.mutant for d in e.grade.diagnosis if d.mutant)),
+            "diagnosed": ", ".join(diagnosed(e.grade)),
         }
         for e in entries
     ]

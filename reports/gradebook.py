@@ -7,8 +7,9 @@ Three tables, each written only here:
   score, max_score, percent, passed, error_kind (SPEC's kinds, and `no-submission` for a learner
   who submitted no file: reports.labels.error_kind), checks_passed, checks_total, one `score:<rule>`
   column per rule of SPEC (points earned on that rule's checks; empty when the exercise has
-  none), then the diagnosed mutants, the symptoms and the root causes (failed checks others
-  fail because of, CheckResult.caused_by; each `;`-joined).
+  none), then the diagnosed mutants (those reproduced: stated as facts), the candidates (known
+  bugs named only as one of several possible ones), the symptoms and the root causes (failed
+  checks others fail because of, CheckResult.caused_by; each `;`-joined).
 - `render_export_csv(current)`: the gradebook export (`grader gradebook export --format csv`),
   one row per learner and exercise from the store's current grades (EXPORT_COLUMNS, `export_row`,
   which `--format json` shares).
@@ -64,7 +65,7 @@ COLUMNS = (
         "checks_total",
     ]
     + [f"score:{rule}" for rule in RULE_COLUMNS]
-    + ["diagnosed", "symptoms", "root_causes"]
+    + ["diagnosed", "candidates", "symptoms", "root_causes"]
 )
 
 
@@ -92,6 +93,21 @@ def _cell(value) -> str:
     return cell(value)
 
 
+def diagnosed(grade: Grade) -> list[str]:
+    """The known bugs diagnosed in `grade` as facts (level "reproduced"), each once, in order."""
+    return list(dict.fromkeys(d.mutant for d in grade.diagnosis if d.mutant and d.level == "reproduced"))
+
+
+def candidates(grade: Grade) -> list[str]:
+    """The known bugs `grade` names only as candidates (one of several possible), each once."""
+    facts = set(diagnosed(grade))
+    return list(
+        dict.fromkeys(
+            d.mutant for d in grade.diagnosis if d.mutant and d.level == "candidate" and d.mutant not in facts
+        )
+    )
+
+
 def row(grade: Grade) -> dict[str, str]:
     by_rule: dict[str, float] = {}
     for c in grade.checks:
@@ -107,7 +123,8 @@ def row(grade: Grade) -> dict[str, str]:
         "error_kind": error_kind(grade),
         "checks_passed": sum(c.passed for c in grade.checks),
         "checks_total": len(grade.checks),
-        "diagnosed": ";".join(dict.fromkeys(d.mutant for d in grade.diagnosis if d.mutant)),
+        "diagnosed": ";".join(diagnosed(grade)),
+        "candidates": ";".join(candidates(grade)),
         "symptoms": ";".join(grade.symptoms),
         "root_causes": ";".join(
             dict.fromkeys(r.id for roots in root_causes_of(grade.checks).values() for r in roots)
@@ -144,6 +161,7 @@ EXPORT_COLUMNS = (
     "error_kind",
     "failed_checks",
     "diagnosis",
+    "candidates",
     "late",
     "late_days",
     "penalty",
@@ -179,7 +197,8 @@ def export_row(c) -> dict:
         "status": c.status,
         "error_kind": error_kind(g) or "",
         "failed_checks": " ".join(ch.id for ch in g.checks if not ch.passed),
-        "diagnosis": " ".join(sorted({d.mutant or d.rule for d in g.diagnosis})),
+        "diagnosis": " ".join(sorted({d.mutant or d.rule for d in g.diagnosis if d.level == "reproduced"})),
+        "candidates": " ".join(sorted(candidates(g))),
         "late": c.late,
         "late_days": c.late_days,
         "penalty": c.penalty,

@@ -9,13 +9,15 @@ Schema; tests validate every results.json against it.
   `after_published`, `visible`; the course policy's, translated by the autograder), else
   `default_visibility` ("visible" unless told).
 - `visibility` (top level): `default_visibility`, which Gradescope's tests without their own take.
-- `output`: a summary (score, error, diagnoses) for the whole submission. Gradescope has no
-  visibility for it, so while any check is not `visible` it holds nothing of what such a check
-  found (as the server's visible_view): that check's diagnoses move into its own test's output,
-  shown when the check is, and the diagnoses naming no check, the training curves of such checks,
-  the root causes that involve them and what the learner's code printed are left out.
+- `output`: a summary (score, error, diagnoses by level: only a reproduced bug is stated as a
+  fact) for the whole submission. Gradescope has no visibility for it, so while any check is not
+  `visible` it holds nothing of what such a check found (as the server's visible_view): that
+  check's diagnoses move into its own test's output, shown when the check is, and the diagnoses
+  naming no check, the training curves of such checks, the root causes that involve them and
+  what the learner's code printed are left out.
 - `stdout_visibility` "hidden": what the autograder script prints is for instructors only.
-- `extra_data`: the exercise, the diagnosis and the jail's isolation as data (for instructors).
+- `extra_data`: the exercise, the diagnosis (each with its level, and the call and function that
+  show it) and the jail's isolation as data (for instructors).
 """
 
 from __future__ import annotations
@@ -31,14 +33,13 @@ from reports.junit import printed_text
 from reports.terminal import curve_facts
 from reports.view import (
     Budget,
-    DiagnosisView,
     build_view,
     builds_on,
+    diagnosis_lines,
     fmt_points,
     labelled,
     listing,
     root_summary,
-    rule_day,
     t,
     they_build_on,
 )
@@ -72,7 +73,7 @@ def results(
             lines += [they_build_on(cv, lang)] + [f"- {d}" for d in cv.dependents]
         own = [d for d in v.diagnoses if d.check_id == cv.id] if cv.id in withheld else []
         if own:  # not in the summary: told here, when Gradescope shows this check
-            lines += [t("Diagnosis", lang)] + [f"- {_diagnosis_line(d, lang)}" for d in own]
+            lines += [t("Diagnosis", lang)] + diagnosis_lines(own, lang)
         tests.append(
             {
                 "name": f"{cv.title} ({cv.id})",
@@ -118,7 +119,7 @@ def results(
     diagnoses = [d for d in v.diagnoses if not withheld or (d.check_id and d.check_id not in withheld)]
     if diagnoses:
         summary.append(t("Diagnosis", lang))
-        summary += ["- " + _diagnosis_line(d, lang) for d in diagnoses]
+        summary += diagnosis_lines(diagnoses, lang)
     for curve in v.curves:
         if (visibility or {}).get(curve.check_id, default_visibility) != "visible":
             continue
@@ -145,7 +146,15 @@ def results(
                 "max_score": grade.max_score,
                 "symptoms": [sid for sid, _ in v.symptoms],
                 "diagnosis": [
-                    {"rule": d.rule, "day": d.day, "mutant": d.mutant, "check": d.check_id}
+                    {
+                        "rule": d.rule,
+                        "day": d.day,
+                        "mutant": d.mutant,
+                        "check": d.check_id,
+                        "level": d.level,
+                        "call": d.call,
+                        "function": d.function,
+                    }
                     for d in v.diagnoses
                 ],
                 "error": v.error_kind,
@@ -157,12 +166,6 @@ def results(
         "tests": tests,
     }
     return data
-
-
-def _diagnosis_line(d: DiagnosisView, lang: str) -> str:
-    return labelled(
-        rule_day(d.rule_label, d.day, lang) + (f" [{d.mutant}]" if d.mutant else ""), d.message, lang
-    )
 
 
 def render_gradescope(grade: Grade, lang: str = "en", budget: Budget | None = None) -> str:

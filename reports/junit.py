@@ -1,10 +1,13 @@
 """Grade -> JUnit XML for CI dashboards: one <testcase> per check, a <failure> with its message.
 
 Layout (the common Jenkins/Surefire schema): <testsuites> holding one <testsuite> per grade, named
-after the exercise, with properties (score, max_score, student, diagnosis), one <testcase> per
-check (classname = exercise.rule, name = check id and title), and, when the submission could not
-be graded normally, one more <testcase name="grading"> carrying an <error>. Learner text is
-stripped of characters XML 1.0 cannot hold; ElementTree escapes the rest.
+after the exercise, with properties (score, max_score, student, and one `diagnosis:<level>` per
+diagnosis: `diagnosis:reproduced` a known bug stated as a fact, `diagnosis:candidate` one of
+several possible known bugs, `diagnosis:localized` where the difference starts when no known bug
+explains it), one <testcase> per check (classname = exercise.rule, name = check id and
+title), and, when the submission could not be graded normally, one more <testcase
+name="grading"> carrying an <error>. Learner text is stripped of characters XML 1.0 cannot
+hold; ElementTree escapes the rest.
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from reports.view import (
     PrintedView,
     build_view,
     builds_on,
+    diagnosis_line,
     fmt_points,
     labelled,
     listing,
-    rule_day,
     shown,
     t,
     they_build_on,
@@ -74,21 +77,9 @@ def suite(grade: Grade, lang: str = "en", budget: Budget | None = None) -> ET.El
         ET.SubElement(props, "property", {"name": name, "value": xml_text(value)})
     for a in v.adjustments:
         ET.SubElement(props, "property", {"name": f"adjustment:{a.kind}", "value": xml_text(a.text)})
-    for d in v.diagnoses:
-        ET.SubElement(
-            props,
-            "property",
-            {
-                "name": "diagnosis",
-                "value": xml_text(
-                    labelled(
-                        rule_day(d.rule_label, d.day, lang) + (f" [{d.mutant}]" if d.mutant else ""),
-                        d.message,
-                        lang,
-                    )
-                ),
-            },
-        )
+    for d in v.diagnoses:  # named by level: only diagnosis:reproduced is a fact
+        text = diagnosis_line(d, lang) + (f"\n{d.note}" if d.note else "")
+        ET.SubElement(props, "property", {"name": f"diagnosis:{d.level}", "value": xml_text(text)})
     for c, cv in zip(grade.checks, v.checks, strict=True):
         case = ET.SubElement(
             el,

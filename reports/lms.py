@@ -100,7 +100,8 @@ def points(x: float) -> str:
 
 def feedback_text(grade: Grade, lang: str) -> str:
     """A short feedback comment: the score, and the first thing to fix (the error that stopped
-    grading, else the first diagnosis)."""
+    grading, else the first diagnosis by level: a known bug reproduced, else where the difference
+    starts, else a possible known bug, said as a possibility)."""
     view = build_view(grade, lang)
     score = t(
         "{score} of {max_score} points",
@@ -108,7 +109,9 @@ def feedback_text(grade: Grade, lang: str) -> str:
         score=fmt_points(view.score),
         max_score=fmt_points(view.max_score),
     )
-    first = view.error_message or (view.diagnoses[0].message if view.diagnoses else "")
+    rank = {"reproduced": 0, "localized": 1, "candidate": 2}
+    ranked = sorted(view.diagnoses, key=lambda d: rank.get(d.level, 3))
+    first = view.error_message or (ranked[0].said if ranked else "")
     return labelled(score, first, lang) if first else score
 
 

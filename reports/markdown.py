@@ -98,12 +98,17 @@ def render_view(v: ReportView) -> str:
         out.append("")
     if v.diagnoses:
         out += [f"## {t('Diagnosis', lang)}", ""]
-        for d in v.diagnoses:
-            named = f" {code(d.mutant)}" if d.mutant else ""
-            out.append(f"- **{md(rule_day(d.rule_label, d.day, lang))}**{named}: {md(d.message)}")
-            if d.evidence:
-                out.append("  " + md(listing([f"{k} = {val}" for k, val in d.evidence], lang, "; ")))
-        out.append("")
+        # by level: only a reproduced bug is stated as a fact (reports/view.py diagnosis_groups)
+        for group in v.diagnosis_groups:
+            out += [f"### {md(group.heading)}", "", f"_{md(group.lead)}_", ""]
+            for d in group.items:
+                named = f" {code(d.mutant)}" if d.mutant else ""
+                out.append(f"- **{md(rule_day(d.rule_label, d.day, lang))}**{named}: {md(d.said)}")
+                if d.note:
+                    out.append(f"  {md(d.note)}")
+                if d.evidence:
+                    out.append("  " + md(listing([f"{k} = {val}" for k, val in d.evidence], lang, "; ")))
+            out.append("")
     for curve in v.curves:
         out += [
             f"## {t('Training probe', lang)}",

@@ -19,11 +19,11 @@ from reports.view import (
     ReportView,
     build_view,
     builds_on,
+    diagnosis_line,
     fmt_points,
     labelled,
     listing,
     root_of,
-    rule_day,
     t,
     they_build_on,
     utf8_len,
@@ -210,11 +210,15 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
     if v.diagnoses:
         lines.append(s.dim("─" * WIDTH))
         lines.append(s.warn(s.bold(t("Diagnosis", lang))))
-        for d in v.diagnoses:
-            head = rule_day(d.rule_label, d.day, lang) + (f" [{d.mutant}]" if d.mutant else "")
-            body = wrap(labelled(head, d.message, lang), WIDTH, "    ")
-            body[0] = "  ● " + body[0][4:]
-            lines += [s.warn(body[0])] + body[1:]
+        # by level: only a reproduced bug is stated as a fact (reports/view.py diagnosis_groups)
+        for group in v.diagnosis_groups:
+            lines.append("  " + s.bold(group.heading))
+            lines += [s.dim(x) for x in wrap(group.lead, WIDTH, "  ")]
+            for d in group.items:
+                body = wrap(diagnosis_line(d, lang), WIDTH, "    ")
+                body[0] = {"candidate": "  ○ ", "localized": "  ▸ "}.get(d.level, "  ● ") + body[0][4:]
+                lines += [s.warn(body[0])] + body[1:]
+                lines += [s.dim(x) for x in wrap(d.note, WIDTH, "      ")] if d.note else []
     for curve in v.curves:
         lines.append(s.dim("─" * WIDTH))
         lines.append(s.bold(t("Training probe", lang)) + f" · {clean(curve.check_title)}")

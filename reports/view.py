@@ -294,6 +294,100 @@ class DiagnosisView:
     check_title: str
     symptoms: list[str]
     evidence: list[tuple[str, str]]
+    # how much the evidence says (grader.models.Diagnosis.level): "reproduced" is a fact,
+    # "candidate" one possibility among others, "localized" no known bug, only where it starts
+    level: str = "reproduced"
+    call: str | None = None  # the distinguishing input (reproduced), the smallest failing call (localized)
+    function: str | None = None  # localized: the learner function where the difference starts
+    # the message as its level lets a report say it: a candidate's as a possibility
+    said: str = ""
+    # localized: every known bug was compared (False: the search ran out of time first, and the
+    # report does not say that no known bug explains the outputs)
+    searched: bool = True
+    # what the report says under it: of a reproduced bug with a `call`, the input that told it
+    # apart from the other possible known bugs ("" when there is nothing to add)
+    note: str = ""
+
+
+@dataclass
+class DiagnosisGroup:
+    """The diagnoses of one level, under the heading and the sentence that say how sure they are."""
+
+    level: str
+    heading: str
+    lead: str
+    items: list[DiagnosisView]
+
+
+LEVELS = ("reproduced", "candidate", "localized")  # the order a report shows them in
+
+
+def diagnosis_groups(diagnoses: list[DiagnosisView], lang: str) -> list[DiagnosisGroup]:
+    """The diagnoses grouped by level (reproduced, candidate, localized; each in its order), each
+    group with its heading and lead: only a reproduced bug is stated as a fact; candidates are
+    one possibility among the others; localized says that no known bug explains the outputs (or,
+    when the grader's search ran out of time, that it found none) and where the difference starts."""
+    groups = []
+    for level in LEVELS:
+        items = [d for d in diagnoses if d.level == level]
+        if not items:
+            continue
+        one = len(items) == 1
+        if level == "reproduced":
+            heading = t("Known bugs in your code", lang)
+            lead = (
+                t("Your outputs on every failing call are exactly what this known bug gives.", lang)
+                if one
+                else t("Your outputs on every failing call are exactly what these known bugs give.", lang)
+            )
+        elif level == "candidate":
+            heading = t("Possible known bugs", lang)
+            lead = (
+                t(
+                    "Your outputs are consistent with this known bug, but the grader could not confirm it.",
+                    lang,
+                )
+                if one
+                else t(
+                    "Your outputs are consistent with one of these known bugs; "
+                    "the grader could not tell which.",
+                    lang,
+                )
+            )
+        elif all(d.searched for d in items):
+            heading = t("No known bug explains your outputs", lang)
+            lead = t(
+                "The grader found where your code starts to differ from the reference, but none of its known "
+                "bugs gives your outputs.",
+                lang,
+            )
+        else:
+            heading = t("The grader found no known bug that explains your outputs", lang)
+            lead = t(
+                "The grader found where your code starts to differ from the reference, but ran out of time "
+                "before it had compared every known bug.",
+                lang,
+            )
+        groups.append(DiagnosisGroup(level, heading, lead, items))
+    return groups
+
+
+def diagnosis_line(d: DiagnosisView, lang: str) -> str:
+    """A diagnosis as one line of text: its rule and day, its known bug, what it says."""
+    head = rule_day(d.rule_label, d.day, lang) + (f" [{d.mutant}]" if d.mutant else "")
+    return labelled(head, d.said, lang)
+
+
+def diagnosis_lines(diagnoses: list[DiagnosisView], lang: str) -> list[str]:
+    """The diagnoses as plain text lines (Gradescope's output, a summary): by level, each group's
+    heading and lead, then one "- " line per diagnosis and its note indented under it."""
+    lines = []
+    for g in diagnosis_groups(diagnoses, lang):
+        lines += [labelled(g.heading, g.lead, lang)]
+        for d in g.items:
+            lines.append("- " + diagnosis_line(d, lang))
+            lines += ["  " + d.note] if d.note else []
+    return lines
 
 
 @dataclass
@@ -338,6 +432,10 @@ class ReportView:
     @property
     def percent(self) -> float:
         return 100.0 * self.score / self.max_score if self.max_score else 0.0
+
+    @property
+    def diagnosis_groups(self) -> list[DiagnosisGroup]:
+        return diagnosis_groups(self.diagnoses, self.lang)
 
 
 def fmt_points(x: float) -> str:
@@ -446,6 +544,53 @@ def adjustment_text(a: Adjustment, lang: str, budget: Budget) -> str:
     )
 
 
+def diagnosis_view(
+    d: Diagnosis, check: CheckResult | None, titles: dict[str, str], lang: str, budget: Budget
+) -> DiagnosisView:
+    """One diagnosis as shown: its message in `lang` (a localized one without a message said from
+    its function and call), said as its level allows, and the call that told a reproduced bug
+    apart from the others under it."""
+    name = budget.name
+    call = budget.take(d.call, 2 * MAX_SHORT) if d.call else None
+    function = name(d.function) if d.function else None
+    message = diagnosis_message(d, lang)
+    if not message and d.level == "localized" and function:
+        message = t(
+            "the difference from the reference starts in {function}: its smallest failing call is {call}, "
+            "and no known bug explains it",
+            lang,
+            function=function,
+            call=call or "?",
+        )
+    message = budget.take(message)
+    said = t("(possibly) {message}", lang, message=message) if d.level == "candidate" else message
+    note = ""
+    if d.level == "reproduced" and call:
+        note = t(
+            "Told apart from the other possible known bugs by {call}: there your code gives what this bug "
+            "gives, and not what the others give.",
+            lang,
+            call=call,
+        )
+    return DiagnosisView(
+        rule=name(d.rule),
+        rule_label=name(rule_label(d.rule, lang)),
+        day=d.day,
+        mutant=name(d.mutant) if d.mutant else None,
+        message=message,
+        check_id=name(d.check) if d.check else None,
+        check_title=titles.get(d.check or "", ""),
+        symptoms=[name(symptom_label(s, lang)) for s in (check.symptoms if check else [])],
+        evidence=evidence_items(check.evidence, lang, budget) if check else [],
+        level=d.level,
+        call=call,
+        function=function,
+        said=said,
+        note=note,
+        searched=d.searched,
+    )
+
+
 def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = None) -> ReportView:
     """The grade in `lang`, grouped by rule and curriculum day. Every text in it is `shown`:
     written visibly (see `visible`) and capped, messages at 64 KiB, names at MAX_SHORT bytes,
@@ -493,28 +638,21 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
 
     diagnoses = []
     # the diagnoses of root causes and lone failures first, then those of checks that fail
-    # because of them; a known bug that several checks found is named once, by the first
+    # because of them; a known bug that several checks found is named once, by the first, and
+    # a bug reproduced is never listed again as a mere candidate
     dependent_ids = {c.id for c in grade.checks if id(c) in causes}
-    named_bugs: set[tuple] = set()
+    reproduced = {(d.rule, d.day, d.mutant) for d in grade.diagnosis if d.mutant and d.level == "reproduced"}
+    said_once: set[tuple] = set()
     for d in sorted(grade.diagnosis, key=lambda d: d.check in dependent_ids):
-        if d.mutant:
-            if (d.rule, d.day, d.mutant) in named_bugs:
-                continue
-            named_bugs.add((d.rule, d.day, d.mutant))
-        check = by_id.get(d.check or "")
-        diagnoses.append(
-            DiagnosisView(
-                rule=name(d.rule),
-                rule_label=name(rule_label(d.rule, lang)),
-                day=d.day,
-                mutant=name(d.mutant) if d.mutant else None,
-                message=budget.take(diagnosis_message(d, lang)),
-                check_id=name(d.check) if d.check else None,
-                check_title=titles.get(d.check or "", ""),
-                symptoms=[name(symptom_label(s, lang)) for s in (check.symptoms if check else [])],
-                evidence=evidence_items(check.evidence, lang, budget) if check else [],
-            )
+        said: tuple = (
+            (d.level, d.rule, d.day, d.mutant) if d.mutant else (d.level, d.rule, d.day, d.function, d.call)
         )
+        if d.mutant and d.level == "candidate" and (d.rule, d.day, d.mutant) in reproduced:
+            continue
+        if said in said_once and (d.mutant or d.level == "localized"):
+            continue
+        said_once.add(said)
+        diagnoses.append(diagnosis_view(d, by_id.get(d.check or ""), titles, lang, budget))
 
     curves = [curve_view(c, titles[c.id]) for c in grade.checks if c.curve is not None]
     error = grade.error
