@@ -1,10 +1,11 @@
 '''Course staff's loop for one exercise folder: scaffold it (`grader exercise new`) and check it
 (`grader exercise check`): the folder's files consistent, the solution and every alternative at
 full marks, every hand-written mutant killed and named by a check of its own rule, the starter
-(if it is the solution with known bugs) caught, and the auto-mutation score at its floor.
+(if it is the solution with known bugs) caught and its bugs named, a sample of pairs of known
+bugs named at grader.compose's floors, and the auto-mutation score at its floor.
 
-Grading is grader.mutants' (cases, verify, judge) and grader.automutants' (auto_score); this
-module only gathers their verdicts into one summary.
+Grading is grader.mutants' (cases, verify, judge), grader.compose's (compose) and
+grader.automutants' (auto_score); this module only gathers their verdicts into one summary.
 '''
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def scaffold(exercise_id: str, folder: Path) -> list[Path]:
 
 # -- the check --------------------------------------------------------------------------------
 class Row(BaseModel):
-    kind: str  # "files", "solution", "alternative", "mutant", "starter", "auto"
+    kind: str  # "files", "solution", "alternative", "mutant", "starter", "compose", "auto"
     name: str
     ok: bool
     score: str = ""
@@ -199,9 +200,43 @@ def check_exercise(
                 why=v.why,
             )
         )
+    rows.append(compose_row(exercise_id, workers, grade_with))
     if auto:
         rows.append(auto_row(exercise_id, budget, workers))
     return Summary(exercise=exercise_id, rows=rows)
+
+
+# `exercise check` composes this many pairs of known bugs per exercise (grader.compose), drawn
+# with the default seed: a few grades, within the suite's budget (tests/README.md). Single bugs
+# are each a mutant case already (grader.mutants.judge).
+COMPOSE_K = 2
+COMPOSE_SAMPLE = 4
+
+
+def compose_row(exercise_id: str, workers: int, grade_with=None) -> Row:
+    """A sample of pairs of the exercise's known bugs, graded and held to grader.compose.FLOORS
+    (the naming time is not measured here)."""
+    from grader.compose import compose
+
+    report = compose(
+        exercise_id, COMPOSE_K, COMPOSE_SAMPLE, workers=workers, timing=False, grade_with=grade_with
+    )
+    name = f"compose k={COMPOSE_K}"
+    if not report.rows:
+        why = f"no {COMPOSE_K} of its {report.bugs} known bugs apply together: nothing to compose"
+        return Row(kind="compose", name=name, ok=True, why=why)
+    t = report.totals
+    precision = "-" if t.precision is None else f"{t.precision:.2f}"
+    recall = "-" if t.recall is None else f"{t.recall:.2f}"
+    wrong = [report.rows[i].outcome for i in t.wrong]
+    why = f"{len(report.rows)} of {report.compatible} pairs"
+    if report.problems:
+        why += ": " + "; ".join(report.problems)
+    if wrong:
+        why += "; wrong names: " + ", ".join(
+            f"{'+'.join(o.injected)} named {','.join(o.wrong)}" for o in wrong
+        )
+    return Row(kind="compose", name=name, ok=report.passed, score=f"P {precision} R {recall}", why=why)
 
 
 def auto_row(exercise_id: str, budget: int | None, workers: int) -> Row:

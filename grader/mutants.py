@@ -201,11 +201,30 @@ def judge(case: Case, grade: Grade) -> Verdict:
     failed_rules = {c.rule for c in grade.checks if not c.passed}
     problems = [f"no failing check of rule {r}" for r in case.expected_rules if r not in failed_rules]
     problems += [f"symptom {s} not reported" for s in case.symptoms if s not in grade.symptoms]
-    named = {d.mutant for d in grade.diagnosis}
-    problems += [f"diagnosis does not name {n}" for n in case.named if n not in named]
+    problems += naming_problems(case, grade)
     if grade.passed:
         problems.insert(0, "the mutant passed")
     return Verdict(case=case, grade=grade, ok=not problems, why="; ".join(problems))
+
+
+def naming_problems(case: Case, grade: Grade) -> list[str]:
+    """What the diagnosis gets wrong (docs/diagnosis.md): a mutant case's bug must be named at
+    level "reproduced" (stated as fact); a starter's bugs each as reproduced or as a candidate.
+    No bug the case does not hold may be stated as fact: a wrong name fails the case."""
+    facts = {d.mutant for d in grade.diagnosis if d.level == "reproduced" and d.mutant}
+    candidates = {d.mutant for d in grade.diagnosis if d.level == "candidate" and d.mutant}
+    if case.kind == "mutant":
+        problems = [f"diagnosis does not state {n} as reproduced" for n in case.named if n not in facts]
+    else:
+        problems = [
+            f"diagnosis names {n} neither as reproduced nor as a candidate"
+            for n in case.named
+            if n not in facts | candidates
+        ]
+    wrong = sorted(facts - set(case.named))
+    if wrong:
+        problems.append(f"diagnosis states {', '.join(wrong)} as reproduced: not in this case (a wrong name)")
+    return problems
 
 
 def grade_case(case: Case, grade_with=None) -> Verdict:

@@ -1,7 +1,9 @@
 """CI: `grader exercise check` for every shipped code exercise: solution and alternatives at full
-marks, every hand-written mutant killed and named by a check of its rule, the starter caught,
-and the auto-mutation score at the exercise's floor on a bounded sample (AUTO_BUDGET generated
-mutants each, cached between runs). This replaces `grader mutants verify` in the suite: it grades
+marks, every hand-written mutant killed by a check of its rule and named as fact (and nothing
+else), the starter caught and its bugs named, a sample of pairs of known bugs named at the
+floors of `grader mutants compose` (grader.authoring.COMPOSE_SAMPLE pairs each), and the
+auto-mutation score at the exercise's floor on a bounded sample (AUTO_BUDGET generated mutants
+each, cached between runs). This replaces `grader mutants verify` in the suite: it grades
 the same cases, exercise by exercise.
 
 The check's core runs here, its cases graded through the suite's grade store (each case graded
@@ -23,4 +25,4 @@ def test_exercise_check_is_green(exercise, corpus_grades):
     rows = json.loads(summary.model_dump_json())["rows"]
     red = [r for r in rows if not r["ok"]]
     assert summary.ok and not red, red
-    assert {r["kind"] for r in rows} >= {"files", "solution", "mutant", "auto"}
+    assert {r["kind"] for r in rows} >= {"files", "solution", "mutant", "compose", "auto"}

@@ -39,8 +39,10 @@ def exercise_new(exercise_id, folder):
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def exercise_check(target, budget, no_auto, workers, fmt):
     """Check exercise TARGET (an id, or a folder anywhere): files consistent, solution and
-    alternatives at full marks, each mutant killed and named by a check of its rule, the starter
-    caught, the auto-mutation score at its floor. Exit 0 green, 1 red, 2 unusable input."""
+    alternatives at full marks, each mutant killed by a check of its rule and named as fact, the
+    starter caught and its bugs named, a sample of pairs of known bugs named at the floors of
+    `grader mutants compose`, the auto-mutation score at its floor. Exit 0 green, 1 red, 2
+    unusable input."""
     from exercises import EXERCISES_DIR
     from grader.authoring import check_exercise, render_text
     from grader.cli.common import get_exercise, usage_error

@@ -1,4 +1,5 @@
-"""`grader mutants list|verify`: the injected bugs, each of which must be caught and named."""
+"""`grader mutants list|verify|auto|compose`: the injected bugs, each of which must be caught and
+named; generated ones; and known bugs composed, to measure the bug namer."""
 
 from __future__ import annotations
 
@@ -89,6 +90,53 @@ def mutants_auto(exercise, budget, workers, fmt, no_cache):
         usage_error(str(exc))
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
+    else:
+        echo(text_report(report), limit=10**7)
+    sys.exit(EXIT_PASS if report.passed else EXIT_FAIL)
+
+
+@mutants.command("compose")
+@click.argument("exercise")
+@click.option(
+    "--k", "k", type=click.IntRange(1, 3), default=2, show_default=True, help="Bugs per composition."
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(1),
+    help="Grade N of the compositions, drawn with --seed (the same N every run). Default: all.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="The sample's seed.")
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def mutants_compose(exercise, k, sample, seed, workers, fmt):
+    """Measure the bug namer on EXERCISE: every set of K of its known bugs whose edits apply
+    together on the solution (overlapping ones skipped and counted) is graded through the
+    learner's path, and what the grade states as fact (diagnoses at level "reproduced") is
+    compared with what was injected. Prints each composition (injected, named, candidates,
+    localized, passed, seconds, and the seconds naming added: each composition is graded once
+    without naming too), then precision, recall (over the failed compositions), candidates,
+    wrong names, contradictory facts and the naming time. See docs/diagnosis.md.
+
+    Exit 0 if the floors of grader.compose.FLOORS hold for K, 1 below them, 2 on bad input
+    (an unknown or quiz exercise, no K bugs that apply together)."""
+    from grader.compose import compose, report_json, text_report
+    from grader.errors import UsageError
+
+    get_exercise(exercise)
+
+    def progress(row):
+        if fmt == "text":
+            o = row.outcome
+            echo(f"graded {'+'.join(o.injected)}: named {','.join(o.named) or '-'}", err=True)
+
+    try:
+        report = compose(exercise, k, sample, seed, workers, progress=progress)
+    except UsageError as exc:
+        usage_error(str(exc))
+    if not report.rows:
+        usage_error(f"{exercise}: no {k} of its {report.bugs} known bugs apply together on the solution")
+    if fmt == "json":
+        click.echo(report_json(report))
     else:
         echo(text_report(report), limit=10**7)
     sys.exit(EXIT_PASS if report.passed else EXIT_FAIL)
