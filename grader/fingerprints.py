@@ -43,12 +43,14 @@ from grader.replay import (
     handles_in,
     remembered_replay,
     replay,
+    replay_seconds,
     requests_digest,
     same,
 )
 
 LARGEST_SET = 3  # pairs and triples of known bugs are tried; a starter's own set may be larger
 PAIRING_REQUESTS = 3  # of each failed check's requests answered wrong, those bugs are paired on
+COSTLY_SECONDS = 0.2  # a check whose requests take longer to replay (on the solution) is costly
 
 # runs a sequence of requests on the learner's code (the jail): one Outcome per request, or None
 # when the jail could not answer them all
@@ -82,6 +84,12 @@ class Recorded:
     # the requests whose answer depends on the random state the learner's jail happened to be
     # in (a model's fresh weights): the solution answers them differently with another seed
     unstable: frozenset[int] = frozenset()
+    seconds: float = 0.0  # what replaying them on the solution takes
+
+    @property
+    def costly(self) -> bool:
+        """Replaying it takes long (a training run): tried last, and bugs are paired elsewhere."""
+        return self.trains or self.seconds > COSTLY_SECONDS
 
     @property
     def learner(self) -> list[Outcome | None]:
@@ -183,7 +191,7 @@ class Namer:
             return []  # the learner's answers are the solution's: the checks failed on something else
         # a set of bugs that does not reproduce the learner is told soonest by the cheapest check
         # that failed on its own requests; training runs last
-        failed.sort(key=lambda r: (r.trains, not any(c == r.check.id for c, _ in differs), len(r.events)))
+        failed.sort(key=lambda r: (r.costly, not any(c == r.check.id for c, _ in differs), r.seconds))
         passed = [p for r in self._recorded(results, passed=True) if (p := r.before_training()).events]
         if any(self._stabilized(r) is None for r in passed):
             return []
@@ -198,7 +206,12 @@ class Namer:
         """The solution's answers to a check's requests, the requests whose answer changes with
         the random generators' seed marked unstable (in place); None if it cannot be replayed."""
         reference = Suspect((), self.solution)
+        started = time.monotonic()
         outcomes = self._replay(recorded, reference)
+        recorded.seconds = time.monotonic() - started
+        if recorded.digest is not None:  # remembered: what it took the first time
+            key = (f"{self.exercise.id}/{reference.key}", recorded.digest)
+            recorded.seconds = replay_seconds(key) or recorded.seconds
         other = self._replay(recorded, reference, seed=1)
         if (
             outcomes is None
@@ -232,11 +245,14 @@ class Namer:
         reaches: dict[str, set] = {}
         # the requests bugs are paired on: each failed check's first few answered wrong, before
         # any training run (after its first failure a check shrinks the input: more of the same)
-        paired = set()
-        for r in failed:
-            before = len(r.before_training().events)
-            wrong = sorted(i for check, i in differs if check == r.check.id and i < before)
-            paired |= {(r.check.id, i) for i in wrong[:PAIRING_REQUESTS]}
+        paired: set[tuple[str, int]] = set()
+        for cheap in (True, False):  # the costly checks only when no other answered wrong
+            for r in (r for r in failed if not (cheap and r.costly)):
+                before = len(r.before_training().events)
+                wrong = sorted(i for check, i in differs if check == r.check.id and i < before)
+                paired |= {(r.check.id, i) for i in wrong[:PAIRING_REQUESTS]}
+            if paired:
+                break
         largest = max(LARGEST_SET, len(starter))
         for size in range(1, largest + 1):
             if size == 1:

@@ -293,6 +293,7 @@ class _Replayed:
     outcomes: list[Outcome]
     complete: bool  # every event replayed (else `until` stopped it, and more may follow)
     size: int  # bytes, about (tensors' own, and a little for each outcome)
+    seconds: float  # what replaying them took
 
 
 _replayed: OrderedDict[tuple, _Replayed] = OrderedDict()
@@ -323,18 +324,25 @@ def remembered_replay(
                 return kept.outcomes[: i + 1]
         if kept.complete:
             return list(kept.outcomes)
+    started = time.monotonic()
     outcomes = replay(events, modules, until=until, seconds=seconds, seed=seed)
     if kept is None or len(outcomes) > len(kept.outcomes):
-        _remember(key, outcomes, complete=len(outcomes) == len(events))
+        _remember(key, outcomes, complete=len(outcomes) == len(events), seconds=time.monotonic() - started)
     return outcomes
 
 
-def _remember(key: tuple, outcomes: list[Outcome], complete: bool) -> None:
+def replay_seconds(key: tuple, seed: int = 0) -> float | None:
+    """What the replay remembered under `key` and `seed` took (None: none is remembered)."""
+    kept = _replayed.get((*key, seed))
+    return None if kept is None else kept.seconds
+
+
+def _remember(key: tuple, outcomes: list[Outcome], complete: bool, seconds: float) -> None:
     global _replayed_bytes
     if key in _replayed:
         _replayed_bytes -= _replayed.pop(key).size
     size = sum(OUTCOME_BYTES + sum(t.nbytes for t in _tensors(o.value)) for o in outcomes)
-    _replayed[key] = _Replayed(outcomes, complete, size)
+    _replayed[key] = _Replayed(outcomes, complete, size, seconds)
     _replayed_bytes += size
     while _replayed_bytes > REPLAY_CACHE_BYTES and _replayed:
         _replayed_bytes -= _replayed.popitem(last=False)[1].size
