@@ -191,6 +191,7 @@ class Namer:
             return []  # the learner's answers are the solution's: the checks failed on something else
         # a set of bugs that does not reproduce the learner is told soonest by the cheapest check
         # that failed on its own requests; training runs last
+        ran = list(failed)  # in the order the checks ran: the report's order
         failed.sort(key=lambda r: (r.costly, not any(c == r.check.id for c, _ in differs), r.seconds))
         passed = [p for r in self._recorded(results, passed=True) if (p := r.before_training()).events]
         if any(self._stabilized(r) is None for r in passed):
@@ -199,7 +200,7 @@ class Namer:
         if found.sets and found.complete and len(found.sets) > 1:
             found = self._tell_apart(found, failed)
         if not found.sets:
-            return self._localized(failed, differs, searched=found.complete)
+            return self._localized(ran, differs, searched=found.complete)
         return self._diagnoses(found, failed, solution)
 
     def _stabilized(self, recorded: Recorded) -> list[Outcome] | None:
