@@ -10,6 +10,9 @@
     │   │   │   │                   (also a ValueError); names the file, the table and the key
     │   │   │   └── MutantError     mutants/*.toml
     │   │   ├── SourceError         a class's SOURCE cannot be read (missing, unsafe, too big)
+    │   │   ├── NotebookError       a learner's notebook (.ipynb) cannot be read: too large, not
+    │   │   │                       JSON, not nbformat 4, a %%writefile to a path (grader.notebooks);
+    │   │   │                       grader.sources makes it that learner's problem, never the batch's
     │   │   ├── BatchError          a batch cannot run: SOURCE, gradebook, scheduler, the jail
     │   │   ├── store.StoreError    the gradebook cannot be opened or used (also a RuntimeError)
     │   │   │   ├── store.migrate.SchemaError   its schema is newer than this grader
@@ -112,6 +115,10 @@ class MutantError(ExerciseFileError):
 
 class SourceError(UsageError):
     """SOURCE cannot be read as a class (exit code 2): missing, not a folder or zip, unsafe, too big."""
+
+
+class NotebookError(UsageError):
+    """A learner's notebook cannot be read or assembled (grader.notebooks); names the notebook."""
 
 
 class BatchError(UsageError):

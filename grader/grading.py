@@ -241,6 +241,6 @@ def loaded(session: SubmissionSession, exercise: Exercise) -> tuple[str, str] | 
         module = exercise.modules[0]
         error = session.import_errors.get(module)
         if error is not None:
-            return import_problem(module, error)
+            return import_problem(module, error, session.files)
         return "invalid-submission", session.problems.get(f"{module}.py") or session.broken[module]
     return None

@@ -34,6 +34,12 @@ For every exercise:
                                             learner files, sent with them ...
     HELPER_BYTES                  256 KiB   ... and their size together (more: left out,
                                             with a warning)
+    NOTEBOOK_BYTES                8 MiB     a notebook (.ipynb), outputs included, before it
+                                            is parsed (grader.notebooks) ...
+    NOTEBOOK_CELLS                2,000     ... its cells, the code in them (characters) ...
+    NOTEBOOK_CODE_CHARS           2 Mi
+    NOTEBOOK_NOTES                50        ... and the notes of what assembling it left out
+                                            (each a grade warning), the last one a count
     JAIL_READY_SECONDS            30        a jail's start-up (at most call_seconds)
     CALL_FLOOR_SECONDS            2         one call into the jail, at least (its budget is
     CALL_BUDGET_FACTOR            20        max(floor, factor x the reference's time for the
@@ -197,6 +203,14 @@ LEARNER_FILE_BYTES = 1 * MiB  # one learner file (grader.submission, grader.sour
 SUBMISSION_BYTES = 8 * MiB  # all files of one submission, as the jail receives them
 HELPER_FILES = 16  # a learner's own helper modules (grader.sources.match_files) ...
 HELPER_BYTES = 256 * KiB  # ... and their bytes together; past either, the rest is left out
+# a notebook, assembled into learner files (grader.notebooks): its bytes (its outputs, plots
+# included, are read too: "clear all outputs" is the hint), its cells, and the notes it carries
+NOTEBOOK_BYTES = 8 * MiB
+NOTEBOOK_CELLS = 2_000  # a course's notebook has a few hundred at most
+# the code of its cells, all of them: the assembled file is a LEARNER_FILE_BYTES at most anyway, and
+# reading it costs about 3 s a 2 MB of one-line statements (parsed, each looked at)
+NOTEBOOK_CODE_CHARS = 2 * MiB
+NOTEBOOK_NOTES = 50
 JAIL_READY_SECONDS = 30.0  # a jail's start-up, when call_seconds is longer
 
 # -- time per call (grader.budgets): max(floor, factor x the reference's own time for that call) --

@@ -37,6 +37,7 @@ from grader.jail.wire import Handle
 from grader.limits import CALL_FLOOR_SECONDS, JAIL_READY_SECONDS
 from grader.locale import Message, msg
 from grader.replay import Event, Outcome, Trace, handles_in, outcome_of, raised
+from grader.submission import IN_CELL, line_of
 
 
 class Remote:
@@ -220,7 +221,12 @@ class SubmissionSession:
         self.missing = {m: list(n) for m, n in missing.items()}
         for module, error in self.import_errors.items():
             if error is not None and module not in self.broken:
-                self.broken[module] = import_problem(module, error)[1]
+                self.broken[module] = import_problem(module, error, self._files)[1]
+
+    @property
+    def files(self) -> dict[str, bytes]:
+        """The learner's files as the jail got them (none before it started)."""
+        return self._files or {}
 
     def problem_modules(self) -> set[str]:
         """The learner modules whose file has a problem: never imported."""
@@ -466,16 +472,22 @@ class SubmissionSession:
             ) from None
 
 
-def import_problem(module: str, error: dict) -> tuple[str, Message]:
-    """(error kind, message) of a learner module whose import raised in the jail."""
+def import_problem(module: str, error: dict, files=None) -> tuple[str, Message]:
+    """(error kind, message) of a learner module whose import raised in the jail. `files` (the
+    submission's): a line of a file assembled from a notebook is named as its cell's too."""
     kind = "memory" if error.get("memory") else "crash"
     text = learner_text(error)
     if error.get("where"):
+        where: str | Message = str(error["where"])
+        file, _, line = str(where).rpartition(":")
+        if files and file in files and line.isdigit():
+            cell = line_of(file, files[file], int(line))
+            where = msg("{where} ({cell})", where=where, cell=cell) if cell.msgid == IN_CELL else where
         return kind, msg(
             "importing {module}.py raised {type} at {where}: {message}",
             module=module,
             type=str(error.get("type")),
-            where=str(error["where"]),
+            where=where,
             message=text,
         )
     return kind, msg(

@@ -24,7 +24,10 @@ never extracted: a member with an absolute path or `..`, a symbolic link, an enc
 one that would inflate past its cap is refused, and caps on the number of members and on the total
 inflated size refuse a zip bomb before anything is read. Within a learner's files each exercise
 file is found by name at the shallowest depth (an exercise with a single file also takes the one
-file with its suffix), so `mywork/data.py` is found too.
+file with its suffix, unless the learner handed in a notebook), so `mywork/data.py` is found too.
+An exercise file found by neither rule comes from the learner's notebook (`alice.ipynb`, or the one
+`.ipynb` at the shallowest depth of their files), assembled by grader.notebooks: the file says
+where each of its lines came from, and what was left out.
 
 At every level (a learner's own folder and zip too), IGNORED names and every name starting with
 "." (.git, .venv, .ipynb_checkpoints, __MACOSX's ._ files) are no learner and no learner's file.
@@ -55,13 +58,18 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from grader.errors import SourceError
+from grader.errors import NotebookError, SourceError
 from grader.limits import ARCHIVE_BYTES as MAX_ARCHIVE_BYTES  # the caps: grader/limits.py
 from grader.limits import ARCHIVE_MEMBERS as MAX_ARCHIVE_MEMBERS
 from grader.limits import CENTRAL_DIRECTORY_BYTES as MAX_DIRECTORY_BYTES
 from grader.limits import HELPER_BYTES as MAX_HELPER_BYTES
 from grader.limits import HELPER_FILES as MAX_HELPER_FILES
-from grader.limits import INFLATION_CHECKED_ABOVE, WRONG_EXERCISE_LEARNERS, WRONG_EXERCISE_SHARE
+from grader.limits import (
+    INFLATION_CHECKED_ABOVE,
+    NOTEBOOK_BYTES,
+    WRONG_EXERCISE_LEARNERS,
+    WRONG_EXERCISE_SHARE,
+)
 from grader.limits import INFLATION_RATIO as MAX_RATIO
 from grader.limits import LEARNER_FILE_BYTES as MAX_FILE_BYTES
 from grader.limits import LEARNER_FOLDER_FILES as MAX_FOLDER_FILES
@@ -72,6 +80,7 @@ from grader.limits import METADATA_NODES as MAX_METADATA_NODES
 from grader.limits import NESTED_ARCHIVE_BYTES as MAX_NESTED_BYTES
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise
+from grader.notebooks import assemble, is_notebook
 from grader.submission import Incoming, no_files_submitted
 
 # Never a learner nor a learner's file, at any level of SOURCE (inside a learner's folder or zip
@@ -205,7 +214,7 @@ def _wanted(name: str, exercise: Exercise) -> bool:
     """Could this file be a learner file (or something that leads to one)? Others are never read."""
     suffixes = {Path(f).suffix for f in exercise.files}
     suffix = Path(name).suffix.lower()
-    return name == GRADESCOPE_META or suffix in suffixes or suffix == ".zip"
+    return name == GRADESCOPE_META or suffix in suffixes or suffix == ".zip" or is_notebook(name)
 
 
 def ignored_name(name: str) -> bool:
@@ -235,6 +244,8 @@ def _limit(name: str) -> int:
     lower = name.lower()
     if lower.endswith(".zip"):
         return MAX_NESTED_BYTES
+    if is_notebook(lower):
+        return NOTEBOOK_BYTES
     return MAX_METADATA_BYTES if name == GRADESCOPE_META else MAX_FILE_BYTES
 
 
@@ -727,12 +738,17 @@ class Listing(NamedTuple):
     names: frozenset[str]  # every file name handed in, lower case (Canvas re-uploads undone)
 
 
-def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False) -> Matched:
+def match_files(exercise: Exercise, tree: Tree, *, canvas: bool = False, as_named: bool = False) -> Matched:
     """The exercise files found in one learner's tree, with the helper modules beside them: the
     one rule `grader grade`, `grader batch`, `grader submit` and the server find learner files by.
     Missing files are simply absent: grading then says which are missing. A file named like an
-    exercise file but for its case (`Data.py`) is that file; the exact name wins a tie."""
-    return _match(exercise, tree, canvas)[0]
+    exercise file but for its case (`Data.py`) is that file; the exact name wins a tie. A file
+    neither rule finds is assembled from the learner's notebook, if they handed in one.
+
+    as_named: never take a file by its suffix alone (`grader submit`: the learner's own files are
+    never renamed); the one file of a one-file exercise missing while others of its suffix are
+    there is then a problem that names what was found."""
+    return _match(exercise, tree, canvas, as_named)[0]
 
 
 def _plain_name(path: PurePosixPath, canvas: bool) -> str:
@@ -741,7 +757,7 @@ def _plain_name(path: PurePosixPath, canvas: bool) -> str:
     return m["stem"] + (m["suffix"] or "") if m else name
 
 
-def _match(exercise: Exercise, tree: Tree, canvas: bool) -> tuple[Matched, Listing]:
+def _match(exercise: Exercise, tree: Tree, canvas: bool, as_named: bool = False) -> tuple[Matched, Listing]:
     wanted = {f.lower(): f for f in exercise.files}
 
     def logical(path: PurePosixPath) -> str:
@@ -767,14 +783,15 @@ def _match(exercise: Exercise, tree: Tree, canvas: bool) -> tuple[Matched, Listi
         except SourceError as exc:
             return Matched({}, message_of(exc)), listing
         inner = {p: e for p, e in inner.items() if p.suffix.lower() != ".zip"}  # one level only
-        matched, (found, names) = _match(exercise, inner, canvas)
+        matched, (found, names) = _match(exercise, inner, canvas, as_named)
         return matched, Listing({name: f"{nested[0]}/{path}" for name, path in found.items()}, names)
 
     files: dict[str, bytes] = {}
     where: dict[str, PurePosixPath] = {}
+    notebooks = [p for p in tree if is_notebook(p.name)]
     for name in exercise.files:
         hits = [p for p in tree if logical(p) == name]
-        if not hits and len(exercise.files) == 1:
+        if not hits and len(exercise.files) == 1 and not as_named and not notebooks:
             suffix = Path(name).suffix
             hits = [p for p in tree if p.suffix == suffix]
             if len(hits) > 1:
@@ -817,10 +834,77 @@ def _match(exercise: Exercise, tree: Tree, canvas: bool) -> tuple[Matched, Listi
             return Matched({}, entry.problem), listing
         files[name] = entry.data or b""
         where[name] = shallow[0]
+    absent = [name for name in exercise.files if name not in files]
+    if absent and notebooks:
+        problem = _from_notebook(exercise, tree, notebooks, absent, files, where)
+        if problem is not None:
+            return Matched({}, problem), listing
+    elif absent and as_named and len(exercise.files) == 1:
+        suffix = Path(absent[0]).suffix
+        others = sorted(str(p) for p in tree if p.suffix.lower() == suffix)
+        if others:
+            return Matched(
+                {},
+                msg(
+                    "no {name}, only {found}: the grader never renames a file, so rename yours {name} "
+                    "if it is that file (this exercise needs {files})",
+                    found=", ".join(others[:4]) + (", ..." if len(others) > 4 else ""),
+                    name=absent[0],
+                    files=", ".join(exercise.files),
+                ),
+            ), listing
     helpers, warnings = _helpers(exercise, tree, where)
     return Matched({**files, **helpers}, None, tuple(warnings)), listing._replace(
         found={n: str(p) for n, p in where.items()}
     )
+
+
+def _from_notebook(
+    exercise: Exercise,
+    tree: Tree,
+    notebooks: list[PurePosixPath],
+    absent: list[str],
+    files: dict[str, bytes],
+    where: dict[str, PurePosixPath],
+) -> str | None:
+    """The `absent` exercise files, assembled from the learner's notebook (the one at the
+    shallowest depth) into `files` and `where` (the notebook's path); the `.py` modules it writes
+    with %%writefile join `tree` beside it, as helpers (a file of that name on disk wins). The
+    problem that stops it, or None. Its notes travel in the files it makes (grader.notebooks)."""
+    depth = min(len(p.parts) for p in notebooks)
+    shallow = sorted(p for p in notebooks if len(p.parts) == depth)
+    if len(shallow) > 1:
+        return msg(
+            "{count} notebooks ({files}) and no {missing}: which one is the submission?",
+            count=len(shallow),
+            files=", ".join(map(str, shallow[:4])),
+            missing=", ".join(absent),
+        )
+    path = shallow[0]
+    entry = tree[path]
+    if entry.problem:
+        return entry.problem
+    try:
+        assembled = assemble(entry.data or b"", exercise, path.name)
+    except NotebookError as exc:
+        return message_of(exc)
+    for name, text in assembled.files.items():
+        data = text.encode("utf-8")
+        fits = len(data) <= MAX_FILE_BYTES
+        if name in absent:
+            if not fits:
+                return msg(
+                    "{name}, as assembled from {notebook}, is larger than {size} KiB",
+                    name=name,
+                    notebook=path.name,
+                    size=MAX_FILE_BYTES // 1024,
+                )
+            files[name], where[name] = data, path
+        elif name not in exercise.files:
+            tree.setdefault(
+                path.parent / name, Entry(data=data) if fits else _too_large(name, MAX_FILE_BYTES)
+            )
+    return None
 
 
 # Module names a helper may not take: it would hide the standard library's module, torch's or
@@ -878,23 +962,33 @@ def _helpers(
     return helpers, warnings
 
 
-def read_learner(path: Path, exercise: Exercise) -> Matched:
-    """One learner's own submission at `path` (a folder, one file, or a zip of their work), read
-    as a class's folder layout reads learner `alice/`, `alice.py` or `alice.zip`: the same
-    match_files, so what `grader submit` packs is what the server and `grader batch` find.
-    Raises SourceError when `path` is missing or a symbolic link."""
+def read_learner(path: Path, exercise: Exercise, *, as_named: bool = False) -> Matched:
+    """One learner's own submission at `path` (a folder, one file, a notebook, or a zip of their
+    work), read as a class's folder layout reads learner `alice/`, `alice.py`, `alice.ipynb` or
+    `alice.zip`: the same match_files, so what `grader submit` packs is what the server and
+    `grader batch` find (`as_named`: match_files'). Raises SourceError when `path` is missing or a
+    symbolic link."""
     path = Path(path)
     if path.is_symlink():
         raise SourceError(msg("{path} is a symbolic link; give the folder or file itself", path=str(path)))
     if path.is_dir():
         top = PurePosixPath("learner")
-        return match_files(exercise, subtree(_read_learner_folder(path, top, exercise), top.name))
+        tree = subtree(_read_learner_folder(path, top, exercise), top.name)
+        return match_files(exercise, tree, as_named=as_named)
     if not path.exists():
         raise SourceError(msg("{path} does not exist", path=str(path)))
     with os.scandir(path.parent) as it:  # the DirEntry the folder layout reads a file through
         entry = next(e for e in it if e.name == path.name)
     name = canonical_name(path.name)
-    return match_files(exercise, {PurePosixPath(name): _read_file(entry, name, exercise)})
+    return match_files(exercise, {PurePosixPath(name): _read_file(entry, name, exercise)}, as_named=as_named)
+
+
+def read_notebook(data: bytes, name: str, exercise: Exercise) -> Matched:
+    """A notebook's bytes (named `name`), read as `grader submit EX NAME` reads that file: what
+    grader.client.notebook submits from inside a kernel is what the command line would."""
+    key = PurePosixPath(canonical_name(name) if is_notebook(name) else "notebook.ipynb")
+    entry = Entry(data=data) if len(data) <= NOTEBOOK_BYTES else _too_large(key.name, NOTEBOOK_BYTES)
+    return match_files(exercise, {key: entry}, as_named=True)
 
 
 def wrong_exercise(found: Found, exercise: Exercise, others=()) -> Message | None:
@@ -1043,7 +1137,11 @@ def folder(tree: Tree, exercise: Exercise) -> Found:
             groups.setdefault(top, {})[PurePosixPath(*path.parts[1:])] = entry
         elif entry.is_dir:
             groups.setdefault(top, {})  # a learner folder, maybe empty
-        elif path.suffix.lower() == ".zip" or (len(exercise.files) == 1 and path.suffix in suffixes):
+        elif (
+            path.suffix.lower() == ".zip"
+            or is_notebook(path.name)
+            or (len(exercise.files) == 1 and path.suffix in suffixes)
+        ):
             groups.setdefault(Path(top).stem, {})[PurePosixPath(top)] = entry  # a file per learner
             tops.setdefault(Path(top).stem, set()).add(top)
             continue

@@ -2,7 +2,14 @@
 
 Runs in the trusted process and never executes learner code: Python files are only parsed with
 `ast` (to report a syntax error with its line), TOML files with tomllib. The files are found by
-grader.sources.match_files, the one rule grade, batch, submit and the server share.
+grader.sources.match_files, the one rule grade, batch, submit and the server share. A file
+assembled from a notebook (grader.notebooks) is located as the notebook's `cell N, line M`, and the
+notes it carries (what the assembly left out) become the grade's warnings.
+
+`precheck` is what the student client refuses to send (`grader submit`: a submission that could
+only fail is never spent): a syntax error, a notebook's magic left in a .py file, a get_ipython()
+call, a name the exercise needs that the file does not define at its top level, an answer sheet
+that is not TOML.
 """
 
 from __future__ import annotations
@@ -15,8 +22,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from grader import notebooks
 from grader.errors import InvalidSubmission, UsageError
-from grader.locale import Message, message_of, msg
+from grader.locale import N_, Message, message_of, msg
 from grader.models import Exercise
 
 
@@ -126,6 +134,9 @@ def check_files(exercise: Exercise, files: Mapping[str, bytes], warnings=()) -> 
     missing or unreadable gets its located problem (the checks that need it fail with it, the
     others run). Raises InvalidSubmission when no exercise file is usable at all."""
     submitted = SubmittedFiles(files=dict(files), warnings=list(warnings))
+    for name in sorted(files):  # what assembling a notebook left out (one file carries it)
+        found = notebooks.origin(files[name]) if name.endswith((".py", ".toml")) else None
+        submitted.warnings += list(found.notes) if found else []
     needs = ", ".join(exercise.files)
     missing = [name for name in exercise.files if name not in files]
     if len(missing) == len(exercise.files):
@@ -164,12 +175,33 @@ def check_files(exercise: Exercise, files: Mapping[str, bytes], warnings=()) -> 
 
 def python_problem(name: str, data: bytes) -> Message | None:
     """Why Python could not import this file (located), or None. Parsed from the bytes, as
-    CPython reads a file: a UTF-8 BOM, a PEP 263 coding line and CRLF endings are all fine."""
+    CPython reads a file: a UTF-8 BOM, a PEP 263 coding line and CRLF endings are all fine.
+    A line of a file assembled from a notebook is named as the notebook's cell and line; a
+    notebook's magic or shell command left in a .py file is called what it is."""
     try:
         ast.parse(data, filename=name)
     except SyntaxError as exc:
         if not exc.lineno:  # e.g. an unknown encoding in the coding line
             return msg("{name} cannot be read as Python source: {error}", name=name, error=exc.msg)
+        where = line_of(name, data, exc.lineno)
+        magic = notebooks.magic_kind((exc.text or "").strip("\r\n"))
+        if magic:
+            return msg(
+                '{where}: "{text}" is {kind}, which only a notebook runs, not Python: delete the '
+                "line, or submit the notebook (.ipynb) itself",
+                where=where,
+                text=(exc.text or "").strip()[:200],
+                kind=Message(notebooks.WHY[magic], {}),
+            )
+        if isinstance(where, Message) and where.msgid == IN_CELL:
+            return msg(
+                "{where}, column {column}: syntax error: {error} ({name} line {line})",
+                where=where,
+                column=exc.offset,
+                error=exc.msg,
+                name=name,
+                line=exc.lineno,
+            )
         return msg(
             "{name} line {line}, column {column}: syntax error: {error}",
             name=name,
@@ -180,6 +212,89 @@ def python_problem(name: str, data: bytes) -> Message | None:
     except (ValueError, RecursionError, MemoryError) as exc:
         return msg("{name} cannot be parsed: {type}", name=name, type=type(exc).__name__)
     return None
+
+
+IN_CELL = N_("{notebook} cell {cell}, line {line}")
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)  # their bodies do not run at import
+
+
+def line_of(name: str, data: bytes, line: int) -> Message:
+    """Where line `line` of learner file `name` is, as the learner sees it: `nb.ipynb cell 7,
+    line 3` for a file assembled from a notebook, else `attention.py line 57`."""
+    found = notebooks.located(data, line)
+    if found is not None:
+        notebook, cell, cell_line = found
+        return Message(IN_CELL, {"notebook": notebook, "cell": cell, "line": cell_line})
+    return msg("{name} line {line}", name=name, line=line)
+
+
+def precheck(exercise: Exercise, files: Mapping[str, bytes]) -> list[Message]:
+    """What would make a grade fail before anything of it runs, found without running the code
+    (`grader submit` refuses to send it: a submission that could only fail is never spent): a
+    .py file Python cannot parse (a notebook's magic left in is named so), a top-level call of
+    get_ipython() (an nbconvert export's magics), an exercise name a learner file does not define
+    at its top level (Exercise.names), an exercise's TOML file that does not parse. Each names
+    where it is and what to do."""
+    problems: list[Message] = []
+    order = [n for n in exercise.files if n in files] + sorted(n for n in files if n not in exercise.files)
+    for name in order:
+        data = files[name]
+        if name.endswith(".toml") and name in exercise.files:
+            parsed = parse_toml(name, data)
+            if not isinstance(parsed, dict):
+                problems.append(parsed)
+            continue
+        if not name.endswith(".py"):
+            continue
+        problem = python_problem(name, data)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        try:
+            module = ast.parse(data, filename=name)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # python_problem said so
+        for node in module.body:
+            kind = notebooks.calls_get_ipython(node)
+            if kind is not None and not isinstance(node, DEFINITIONS):
+                problems.append(
+                    msg(
+                        "{where} calls get_ipython(), which only a notebook has (it is how nbconvert "
+                        "writes {kind}): delete the line, or submit the notebook (.ipynb) itself",
+                        where=line_of(name, data, node.lineno),
+                        kind=Message(notebooks.WHY[kind], {}),
+                    )
+                )
+                break
+        needs = exercise.names.get(name, [])
+        bound, star = notebooks.bound_names(module.body)
+        missing = [n for n in needs if n not in bound]
+        if missing and not star:
+            found = notebooks.origin(data)
+            if found is not None:
+                problems.append(
+                    msg(
+                        "{notebook} defines no {missing} in code that is sent as {name} (it needs "
+                        "{names}): define each at the top level of a cell (not inside a function, a "
+                        "loop or an if __name__ == \"__main__\" block), spelled so",
+                        notebook=found.notebook,
+                        missing=", ".join(missing),
+                        name=name,
+                        names=", ".join(needs),
+                    )
+                )
+            else:
+                problems.append(
+                    msg(
+                        "{name} defines no {missing} at its top level (it needs {names}): define "
+                        "each there (not inside a function, a loop or an if __name__ == "
+                        "\"__main__\" block), spelled so",
+                        name=name,
+                        missing=", ".join(missing),
+                        names=", ".join(needs),
+                    )
+                )
+    return problems
 
 
 def parse_toml(name: str, data: bytes) -> dict | Message:

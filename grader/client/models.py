@@ -8,10 +8,11 @@ every text is sanitised where it is shown (grader.client.show). Only what the cl
 from __future__ import annotations
 
 import keyword
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from grader import clock
 from grader.limits import SHORT_CHARS, SUBMISSIONS_PAGE_MAX, UPLOAD_FILES
 
 FINISHED = ("graded", "failed")  # a submission's statuses that no longer change (the server's too)
@@ -39,11 +40,28 @@ class Answer(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+class Course(Answer):
+    """The course's name and clock (course.toml): the client shows every time in `timezone`."""
+
+    name: str = Field("", max_length=SHORT_CHARS)
+    timezone: str = Field("UTC", max_length=SHORT_CHARS)
+
+    @property
+    def zone(self) -> tzinfo | None:
+        """The course's zone; None when this machine cannot load it (no tz database, or a name a
+        server should not have sent): times are then shown in this machine's own zone."""
+        try:
+            return clock.zone(self.timezone)
+        except ValueError:
+            return None
+
+
 class Me(Answer):
     learner: str
     name: str | None = None
     role: str = "student"
-    late_days: dict[str, int] = {}
+    late_days: dict[str, int] = {}  # total, spent, left: the course's bank
+    course: Course | None = None  # a server of before the course's clock names none
 
 
 class ExerciseInfo(Answer):
@@ -54,6 +72,9 @@ class ExerciseInfo(Answer):
     title: dict[str, str] = {}
     day: int | None = None
     files: list[str] = Field(max_length=UPLOAD_FILES)
+    # learner file -> the names it must define: `grader submit` checks them before it sends
+    # (grader.submission.precheck); names of files the exercise does not have are ignored
+    names: dict[str, list[str]] = Field(default={}, max_length=UPLOAD_FILES)
     points: float | None = None
     opens: datetime | None = None
     due: datetime | None = None
@@ -84,6 +105,18 @@ class ExerciseInfo(Answer):
             raise ValueError("a file name appears twice")
         return files
 
+    @field_validator("names")
+    @classmethod
+    def identifiers(cls, names: dict[str, list[str]]) -> dict[str, list[str]]:
+        """Only names Python could define (a hostile server's text is never echoed as a name),
+        at most UPLOAD_FILES of them a file."""
+        for file, listed in names.items():
+            if len(listed) > UPLOAD_FILES or not all(
+                isinstance(n, str) and n.isidentifier() and len(n) <= SHORT_CHARS for n in listed
+            ):
+                raise ValueError(f"not a list of Python names for {file[:SHORT_CHARS]!r}")
+        return names
+
     def exercise(self):
         """As grader.models.Exercise, the type grader.sources matches files for."""
         from grader.models import Exercise
@@ -96,6 +129,7 @@ class ExerciseInfo(Answer):
                 "title": {"en": en, "zh-TW": self.title.get("zh-TW") or en},
                 "day": self.day or 0,
                 "files": self.files,
+                "names": {f: n for f, n in self.names.items() if f in self.files},
                 "points": self.points or 0.0,
             }
         )
@@ -156,6 +190,7 @@ class ExerciseStatus(Answer):
     deadlines: Deadlines = Deadlines()
     submissions: int = 0
     counted: int | None = None
+    late: Late | None = None  # of the submission that counts
     score: float | None = None
     max_score: float | None = None
     tokens_left: int | None = None
