@@ -99,7 +99,7 @@ def lms_lateness(
         found = lateness(policy, exercise, submitted_at, deadlines, 0)
         if found.on_time:
             return LmsLateness(ON_TIME, "")
-        return LmsLateness(found, f"submitted {submitted_at:%Y-%m-%d %H:%M} UTC, by the LMS's timestamp")
+        return LmsLateness(found, f"submitted {policy.shown(submitted_at)}, by the LMS's timestamp")
     if flagged_late:
         penalty = min(late_policy.penalty_per_day, late_policy.max_penalty)
         return LmsLateness(

@@ -27,11 +27,11 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader import __version__
+from grader import __version__, clock
 from grader.errors import BatchError, ExerciseFileError, UsageError
 from grader.exercises import exercise_dir, load_exercise
 from grader.limits import GRADER_ATTEMPTS
@@ -681,11 +681,14 @@ def _echo_notes(found, tally: Tally, echo: Callable[[str], None]) -> None:
         echo(f"WARNING: {warning}; a batch grades it all the same")
 
 
-def dry_run(exercise_id: str, source: Path, *, echo: Callable[[str], None] = print) -> Tally:
+def dry_run(
+    exercise_id: str, source: Path, *, echo: Callable[[str], None] = print, zone: tzinfo | None = None
+) -> Tally:
     """`grader batch --dry-run`: what a batch would grade, printed, and nothing graded: the
     layout, each learner with their files (name, size; where found when elsewhere) and
     problems, the skipped entries and the warnings. The gradebook is neither opened nor
-    created. The Tally (as read_class makes it) lets the command exit as a batch would."""
+    created. The Tally (as read_class makes it) lets the command exit as a batch would. Times
+    are shown in `zone` (the course's)."""
     exercise = load_exercise(exercise_id)
     found, tally = read_class(exercise, source)
     echo(
@@ -693,7 +696,7 @@ def dry_run(exercise_id: str, source: Path, *, echo: Callable[[str], None] = pri
         "dry run: nothing graded, no gradebook opened"
     )
     for inc in found.incoming:
-        when = f"submitted {inc.submitted_at:%Y-%m-%d %H:%M %Z}" if inc.submitted_at else ""
+        when = f"submitted {clock.shown(inc.submitted_at, zone)}" if inc.submitted_at else ""
         about = [inc.name or "", "late" if inc.late else "", when]
         echo(f"  {inc.learner}" + "".join(f"  {a}" for a in about if a))
         for name, data in sorted(inc.files.items()):

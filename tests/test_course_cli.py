@@ -324,6 +324,16 @@ def test_course_check_and_serve_refuse_a_misspelled_check_id_naming_the_closest(
     assert out.returncode == 0 and out.stdout == "course.toml: fine (1 exercise(s), 0 extension(s))\n"
 
 
+def test_course_check_and_serve_refuse_a_timezone_that_is_not_an_iana_zone(tmp_path):
+    (tmp_path / "course.toml").write_text('name = "LLM"\ntimezone = "Taipei"\n')
+    named = "course.toml: timezone: not a time zone the tz database knows (an IANA name such as Asia/Taipei)"
+    for args in (("course", "check", "course.toml"),
+                 ("serve", "--db", "g.db", "--course", "course.toml", "--port", "0")):  # fmt: skip
+        out = offline(*args, cwd=tmp_path)
+        assert out.returncode == 2 and named in out.stderr, out.stderr
+    assert not (tmp_path / "g.db").exists()
+
+
 def test_course_check_and_serve_refuse_an_extension_for_a_learner_not_in_the_gradebook(tmp_path):
     db = str(tmp_path / "g.db")
     with Gradebook(db) as gb:

@@ -296,7 +296,7 @@ def test_every_report_shows_the_penalty_and_the_override_with_its_reason(lang):
     )
     flag = lms_lateness(policy, EX, Deadlines(None, DUE, None), submitted_at=None, flagged_late=True)
     g = adjusted(grade(20), flag, OverrideFact(17, "a <b>bold</b> claim", "prof"))
-    words = {"en": ("Late penalty", "without a time", "Score set by"), "zh-TW": ("遲交扣分", "沒有提交時間", "調整了分數")}
+    words = {"en": ("Late penalty", "without a time", "Score set by"), "zh-TW": ("遲交扣分", "沒有繳交時間", "調整了分數")}
     for fmt in ("text", "html", "markdown", "junit", "gradescope"):
         out = render(g, fmt, lang)
         for w in words[lang]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import tempfile
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
@@ -104,7 +105,9 @@ class PagesService:
         self.now = T0
         self.clock = lambda: self.now
         self.exercises = {EXERCISE: load_exercise(EXERCISE)}
-        self.policy = CoursePolicy.model_validate({"exercises": {EXERCISE: {"counts": "chosen"}}})
+        self.policy = CoursePolicy.model_validate(
+            {"name": "LLM <from> scratch", "timezone": "Asia/Taipei", "exercises": {EXERCISE: {"counts": "chosen"}}}
+        )
         self.grades: dict[int, Grade] = {}
         self.uploads: dict[int, dict] = {}
 
@@ -154,7 +157,7 @@ class PagesService:
         return [
             {
                 "exercise": EXERCISE,
-                "deadlines": {"opens": None, "due": "2026-11-08T23:59:00+08:00", "closes": None},
+                "deadlines": {"opens": None, "due": "2026-11-08T15:59:00+00:00", "closes": None},  # the API's UTC
                 "submissions": len(mine),
                 "counted": counted["id"] if counted else None,
                 "score": counted["score"] if counted else None,
@@ -392,7 +395,11 @@ def test_a_learners_home_lists_their_exercises_and_submissions(course):
     links = set(re.findall(r'href="(/submissions/\d+)"', home.text))
     assert links == {"/submissions/1", "/submissions/2", "/submissions/5"}
     assert "Scaled dot-product attention" in home.text or EXERCISE in home.text
-    assert "2026-11-08 23:59 UTC+08:00" in home.text
+    # the course's clock (timezone = "Asia/Taipei") for the API's UTC time, and the course's name
+    assert "2026-11-08 23:59 +08:00" in home.text and "15:59" not in home.text and " UTC" not in home.text
+    assert "LLM &lt;from&gt; scratch</a>" in home.text
+    received = (T0 + timedelta(minutes=1)).astimezone(ZoneInfo("Asia/Taipei")).strftime("%Y-%m-%d %H:%M +08:00")
+    assert received in home.text  # a submission's time too
     assert "35 / 35" in home.text and "queued" in home.text
 
 

@@ -49,7 +49,9 @@ def policy(**exercise) -> CoursePolicy:
         late=dict(grace_minutes=15, penalty_per_day=0.1, max_penalty=0.5),
         rate=dict(capacity=3, refill_minutes=60),
     )
-    return CoursePolicy.model_validate({"late_days": 2, "exercises": {EX: {**base, **exercise}}})
+    return CoursePolicy.model_validate(
+        {"timezone": "Asia/Taipei", "late_days": 2, "exercises": {EX: {**base, **exercise}}}
+    )
 
 
 def admit_now(p, now, past=(), *, extensions=None, left=2, use=False, learner="alice"):
@@ -65,6 +67,34 @@ def write(tmp_path, text: str) -> Path:
     path = tmp_path / "course.toml"
     path.write_text(text)
     return path
+
+
+@pytest.mark.parametrize(
+    "zone",
+    ["Mars/Base", "CST", "../../etc/passwd", "/etc/localtime", "Asia/Taipei\n", "", "x" * 100, 8],
+)
+def test_a_timezone_that_is_not_an_iana_zone_is_refused_naming_the_field(tmp_path, zone):
+    value = f"{zone}" if isinstance(zone, int) else f'"{zone}"'.replace("\n", "\\n")
+    with pytest.raises(PolicyError) as caught:
+        load_policy(write(tmp_path, f"timezone = {value}\n"), IDS)
+    [line] = str(caught.value).splitlines()
+    assert line.startswith(f"{tmp_path / 'course.toml'}: timezone: "), line  # the file and the field
+
+
+def test_a_course_name_is_text_of_a_sensible_length(tmp_path):
+    for bad in ('name = 3\n', f'name = "{"x" * 201}"\n'):
+        with pytest.raises(PolicyError, match=r"course.toml: name: "):
+            load_policy(write(tmp_path, bad), IDS)
+
+
+def test_the_course_names_itself_and_its_clock(tmp_path):
+    p = load_policy(write(tmp_path, 'name = "LLM from scratch"\ntimezone = "Asia/Taipei"\n'), IDS)
+    assert (p.name, p.timezone, p.shown(DUE)) == ("LLM from scratch", "Asia/Taipei", "2026-11-08 23:59 +08:00")
+    default = load_policy(write(tmp_path, ""), IDS)
+    assert (default.timezone, default.shown(DUE)) == ("UTC", "2026-11-08 15:59 +00:00")  # never bare UTC
+    summer = load_policy(write(tmp_path, 'timezone = "Europe/Paris"\n'), IDS)  # the offset of that day
+    assert summer.shown(datetime(2026, 7, 1, 12, tzinfo=UTC)) == "2026-07-01 14:00 +02:00"
+    assert summer.shown(DUE) == "2026-11-08 16:59 +01:00"
 
 
 def test_the_fixture_course_loads_for_the_shipped_exercises():
@@ -91,7 +121,7 @@ def test_no_course_file_means_everything_open_and_no_limits():
     [
         (
             "late_dayz = 3\n",
-            "course.toml: late_dayz: unknown key; known keys: late_days, exercises, extensions",
+            "course.toml: late_dayz: unknown key; known keys: name, timezone, late_days, exercises, extensions",
         ),
         (
             "[exercises.day45-attention]\nduee = 2026-11-08T23:59:00Z\n",
@@ -480,7 +510,7 @@ def test_penalty_is_monotone_in_lateness_and_within_the_cap(a, b, per_day, cap, 
 def test_before_opens_is_not_open_until_opens():
     a = admit_now(policy(), OPENS - SECOND)
     assert (a.admitted, a.reason, a.retry_at) == (False, "not-open", OPENS)
-    assert "2026-11-01T15:59:00Z" in a.message
+    assert "this exercise opens at 2026-11-01 23:59 +08:00" == a.message  # the course's clock
     assert admit_now(policy(), OPENS).admitted
 
 
@@ -488,7 +518,7 @@ def test_after_closes_nothing_is_admitted_ever():
     assert admit_now(policy(), CLOSES).admitted
     a = admit_now(policy(), CLOSES + SECOND)
     assert (a.admitted, a.reason, a.retry_at) == (False, "closed", None)
-    assert "2026-11-15T15:59:00Z" in a.message
+    assert "2026-11-15 23:59 +08:00" in a.message
     a = admit_now(policy(), CLOSES + SECOND, use=True, left=100)
     assert a.reason == "closed" and a.late_days_spent == 0
 
@@ -510,7 +540,7 @@ def test_the_bucket_admits_capacity_then_refills_one_per_interval():
     past = [PastUpload(EARLY)] * 3
     a = admit_now(p, EARLY + MINUTE, past)
     assert (a.admitted, a.reason, a.retry_at) == (False, "rate-limited", EARLY + HOUR)
-    assert "2026-11-06T16:59:00Z" in a.message
+    assert "2026-11-07 00:59 +08:00" in a.message
     assert not admit_now(p, EARLY + HOUR - SECOND, past).admitted
     assert admit_now(p, EARLY + HOUR, past).admitted
     assert tokens_left(p, EX, "alice", EARLY + MINUTE, past) == (0, EARLY + HOUR)
@@ -573,7 +603,7 @@ def test_retry_at_is_the_grants_start_when_that_comes_first():
     past = [PastUpload(DUE - 75 * MINUTE)] * 3  # the next token: DUE - 15 min
     a = admit_now(p, DUE - 70 * MINUTE, past)
     assert a.reason == "rate-limited" and a.retry_at == DUE - HOUR
-    assert "2026-11-08T14:59:00Z" in a.message
+    assert "2026-11-08 22:59 +08:00" in a.message
     assert admit_now(p, DUE - HOUR, past).admitted
 
 
@@ -591,7 +621,7 @@ def test_no_retry_time_when_the_next_token_comes_after_closes():
     past = [PastUpload(DUE - 30 * MINUTE)] * 3
     a = admit_now(p, DUE - 10 * MINUTE, past)
     assert (a.admitted, a.reason, a.retry_at) == (False, "rate-limited", None)
-    assert "closes at 2026-11-08T15:59:00Z" in a.message
+    assert "closes at 2026-11-08 23:59 +08:00" in a.message
 
 
 @settings(max_examples=200, deadline=None)
@@ -856,7 +886,7 @@ def test_before_due_an_after_due_check_shows_title_rule_and_pass_fail_only():
     assert SECRET not in v.model_dump_json()
     assert v.checks[0] == g.checks[0]
     notice = v.warnings[-1]
-    assert "until the due time, 2026-11-08T15:59:00Z" in notice.message and notice.message_id
+    assert "until the due time, 2026-11-08 23:59 +08:00" in notice.message and notice.message_id
     assert not g.warnings
     assert g == grade_with()  # the stored grade is untouched
 
@@ -1076,7 +1106,7 @@ def test_before_due_a_sealed_check_is_not_in_the_grade_at_all():
     assert "mha-has-no-future-leak" not in v.model_dump_json() and SECRET not in v.model_dump_json()
     assert "no future leak" not in v.model_dump_json()
     notice = v.warnings[-1]
-    assert "1 check(s) are sealed until the due time, 2026-11-08T15:59:00Z" in notice.message
+    assert "1 check(s) are sealed until the due time, 2026-11-08 23:59 +08:00" in notice.message
     assert notice.message_id is not None
     assert view(g, policy(visibility=SEALED), now=DUE) == g  # at the due: everything
 

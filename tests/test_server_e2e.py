@@ -97,7 +97,9 @@ def write_course(path: Path, now: datetime) -> Path:
     submission per 10 hours; day48-quiz not open yet; day49-quiz closed."""
     t = lambda **kw: toml_time(now + timedelta(**kw))  # noqa: E731
     path.write_text(
-        f"""late_days = 2
+        f"""name = "LLM from scratch (e2e)"
+timezone = "Asia/Taipei"
+late_days = 2
 
 [exercises.{CODE}]
 opens = {t(days=-10)}
@@ -310,6 +312,17 @@ def test_status_and_history(course):
     assert [(s["id"], s["counted"]) for s in history] == [(course.uploads[A], True)]
     status = json.loads(course.cli(C, "status", QUIZ, "--format", "json").stdout)
     assert status[0]["counted"] == course.uploads[C] and status[0]["tokens_left"] == 0
+    # the course's clock (timezone = "Asia/Taipei"), the late days left, the next submission
+    table = course.cli(C, "status", "--lang", "zh-TW")
+    assert table.returncode == 0, table.stderr
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d \+08:00", table.stdout) and " UTC" not in table.stdout
+    assert re.search(r"剩餘遲交額度：\d 天，共 2 天", table.stdout), table.stdout
+    assert f"{QUIZ}：目前沒有繳交次數了" in table.stdout  # capacity 1, spent
+    # grader report: the latest report of an exercise, as the learner may see it now
+    report = course.cli(A, "report", CODE, "--format", "json")
+    assert report.returncode in (0, 1), report.stderr
+    assert json.loads(report.stdout)["exercise"] == CODE
+    assert f"submission {course.uploads[A]} of {CODE}, received " in report.stderr
 
 
 # -- visibility, lateness, the rate limit ------------------------------------------------------------

@@ -302,7 +302,8 @@ def test_no_token_or_a_revoked_one_is_401(clients, who):
 def test_me_and_exercises_show_the_callers_own_dates(clients):
     me = clients["carol"].get("/me").json()
     assert me == {"learner": "carol", "name": "Carol", "role": "student",
-                  "late_days": {"total": 2, "spent": 0, "left": 2}}
+                  "late_days": {"total": 2, "spent": 0, "left": 2},
+                  "course": {"name": "", "timezone": "UTC"}}  # course.toml names neither
     mine = {e["id"]: e for e in clients["carol"].get("/exercises").json()}
     theirs = {e["id"]: e for e in clients["alice"].get("/exercises").json()}
     assert set(mine) == set(EDITION)

@@ -359,7 +359,7 @@ def test_a_grader_failure_is_retried_then_recorded_as_a_final_crash_and_the_batc
     from reports import render
 
     zh = render(broken.grade, "text", "zh-TW")
-    assert "評分程式本身在這份繳交上失敗了" in zh and "評分程式內部錯誤" in zh
+    assert "評分程式本身在這次繳交上失敗了" in zh and "評分程式內部錯誤" in zh
 
 
 @pytest.mark.parametrize(

@@ -101,7 +101,8 @@ def batch(
 
     ex = get_exercise(exercise)
     if dry_run:
-        tally = _run(show_source, ex.id, source, echo=echo)
+        policy = load_course(course)
+        tally = _run(show_source, ex.id, source, echo=echo, zone=policy.zone if policy else None)
     else:
         tally = _run(
             run_batch,

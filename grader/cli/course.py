@@ -13,12 +13,12 @@ server's side failed.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
 import click
 
-from grader.cli.client import client_command, connect, insecure_option, print_json
+from grader.cli.client import client_command, connect, course_zone, insecure_option, print_json
 from grader.cli.common import echo, lang_option
 from grader.client import show
 from grader.limits import REPORT_BYTES
@@ -153,14 +153,15 @@ def extend(learner, exercise, due, closes, reason, lang, insecure):
     """Give LEARNER their own dates for EXERCISE (the newest extension applies)."""
     with course_api(insecure, lang) as api:
         got = api.extend(learner, exercise, due, closes, reason)
+        zone = course_zone(api)
     echo(
         show.say(
             msg(
                 "{learner}, {exercise}: due {due}, closes {closes}",
                 learner=got.learner,
                 exercise=got.exercise,
-                due=show.when(got.deadlines.due),
-                closes=show.when(got.deadlines.closes),
+                due=show.when(got.deadlines.due, zone),
+                closes=show.when(got.deadlines.closes, zone),
             ),
             lang,
         )
@@ -176,9 +177,12 @@ def release(exercise, lang, insecure):
     """Release EXERCISE: its after_release checks show to every learner from now on."""
     with course_api(insecure, lang) as api:
         got = api.release(exercise)
+        zone = course_zone(api)
     echo(
         show.say(
-            msg("{exercise} released at {when}", exercise=got.exercise, when=show.when(got.released_at)),
+            msg(
+                "{exercise} released at {when}", exercise=got.exercise, when=show.when(got.released_at, zone)
+            ),
             lang,
         )
     )
@@ -268,12 +272,13 @@ def queue(fmt, lang, insecure):
             print_json(api.raw("/queue"))
             return
         state = api.queue()
-    echo(queue_text(state, datetime.now(UTC), lang), limit=REPORT_BYTES)
+        zone = course_zone(api)
+    echo(queue_text(state, datetime.now(UTC), lang, zone), limit=REPORT_BYTES)
     if state.dead_letters:
         echo(show.say(msg("grade one again with: grader course retry JOB"), lang), err=True)
 
 
-def queue_text(state, now: datetime, lang: str) -> str:
+def queue_text(state, now: datetime, lang: str, zone: tzinfo | None = None) -> str:
     """The queue's counts, the oldest queued job's wait, and the dead letters as a table (every
     cell sanitised by show.table: a last error may hold anything a crashing grader printed)."""
     lines = [
@@ -295,7 +300,7 @@ def queue_text(state, now: datetime, lang: str) -> str:
                 msg(
                     "the oldest queued job has waited {age} (since {when})",
                     age=show.say(age, lang),
-                    when=show.when(state.oldest_queued_at),
+                    when=show.when(state.oldest_queued_at, zone),
                 ),
                 lang,
             )
@@ -304,7 +309,7 @@ def queue_text(state, now: datetime, lang: str) -> str:
         headers = [msg("job"), msg("submission"), msg("learner"), msg("exercise"), msg("attempts"),
                    msg("failed at"), msg("last error")]  # fmt: skip
         rows = [
-            [d.job, d.upload, d.learner, d.exercise, d.attempts, show.when(d.finished_at), d.last_error]
+            [d.job, d.upload, d.learner, d.exercise, d.attempts, show.when(d.finished_at, zone), d.last_error]
             for d in state.dead_letters
         ]
         lines.append(show.table([show.say(h, lang) for h in headers], rows))

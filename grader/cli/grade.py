@@ -34,27 +34,41 @@ def list_exercises():
 @click.command()
 @click.argument("exercise")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--student", help="Learner id: quizzes get this learner's variant.")
+@click.option("--student", help="Learner id: quizzes get this learner's variant (with --sample).")
 @click.option(
     "--server",
     metavar="URL",
-    help="Fetch the starter from the course's grading server (your own quiz variant; `grader login` first).",
+    help="The course's grading server to fetch it from [default: the one of `grader login`].",
 )
 @click.option(
-    "--insecure", is_flag=True, help="With --server: allow a plain http:// server that is not this machine."
+    "--sample",
+    is_flag=True,
+    help="The public sample's starter bundled with the grading install, not your course's.",
 )
-def starter(exercise, directory: Path, student, server, insecure):
-    """Write EXERCISE's starter files into DIRECTORY."""
-    if server:
-        if student:
-            usage_error("--student: the server gives you your own variant; --student is for local starters")
-        from grader.cli.client import client_command, server_starter
-        from grader.locale import lang_from_env
-
-        client_command(server_starter)(
-            exercise=exercise, directory=directory, server=server, insecure=insecure, lang=lang_from_env()
+@click.option("--insecure", is_flag=True, help="Allow a plain http:// server that is not this machine.")
+def starter(exercise, directory: Path, student, server, sample, insecure):
+    """Write EXERCISE's starter files into DIRECTORY: your course's, from its server once you are
+    logged in (a quiz: your own variant); the public sample's with --sample, or when not logged in."""
+    if server and (sample or student):
+        usage_error(
+            "--server: the server gives you your own variant; --sample and --student are for the "
+            "public sample's starter"
         )
-        return
+    note = None
+    if not (sample or student):
+        from grader.cli.client import client_command, logged_in, server_starter
+        from grader.locale import lang_from_env, msg
+
+        lang = lang_from_env()
+        if server or client_command(logged_in)(lang=lang):
+            client_command(server_starter)(
+                exercise=exercise, directory=directory, server=server, insecure=insecure, lang=lang
+            )
+            return
+        note = msg(
+            "not logged in to a course's server: this is the public sample's starter "
+            "(grader login --server URL first for your course's; --sample says you mean the sample)"
+        ).render(lang)
     from grader.exercises import exercise_dir
 
     ex = get_exercise(exercise)
@@ -73,6 +87,8 @@ def starter(exercise, directory: Path, student, server, insecure):
         else:
             shutil.copyfile(src / name, target)
         click.echo(f"wrote {target}")
+    if note is not None:  # said once the starter is written: an error comes first, alone
+        click.echo(note, err=True)
 
 
 @click.command()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from grader import clock
 from grader.cli.common import (
     EXIT_PASS,
     course_option,
@@ -161,7 +162,7 @@ def gradebook_show(learner, db, exercise, fmt, history, lang, color, out, course
             }
         )
     elif fmt == "text":
-        text = _overview(info, current, lang, color)
+        text = _overview(info, current, lang, color, policy.zone if policy else None)
     else:
         if len(current) != 1:
             usage_error(
@@ -188,7 +189,7 @@ def _their_grades(exercises: list[str]) -> str:
     return f"their graded exercises: {', '.join(exercises)}" if exercises else "they have no current grade"
 
 
-def _overview(info: dict, current: list, lang: str, color: bool) -> str:
+def _overview(info: dict, current: list, lang: str, color: bool, zone=None) -> str:
     """The instructor's view: the learner, their current grades, every submission and grade run,
     then the report of each current grade as `grader grade` prints it."""
     from reports import render
@@ -197,11 +198,11 @@ def _overview(info: dict, current: list, lang: str, color: bool) -> str:
         f"learner {_clean(info['learner'])}"
         + (f"  {_clean(info['name'])}" if info["name"] else "")
         + (f"  <{_clean(info['email'])}>" if info["email"] else "")
-        + (f"  (removed {info['removed_at']:%Y-%m-%d %H:%M} UTC)" if info["removed_at"] else "")
+        + (f"  (removed {clock.shown(info['removed_at'], zone)})" if info["removed_at"] else "")
     ]
     for c in current:
         g = c.grade
-        when = f", graded {c.graded_at:%Y-%m-%d %H:%M} UTC" if c.graded_at else ""
+        when = f", graded {clock.shown(c.graded_at, zone)}" if c.graded_at else ""
         verdict = "PASSED" if g.passed else "NOT PASSED"
         lines.append(
             f"  {c.exercise}: {verdict}  {g.score:g} / {g.max_score:g}"
@@ -227,7 +228,7 @@ def _overview(info: dict, current: list, lang: str, color: bool) -> str:
         if s["problem"]:
             lines.append(f"    problem: {_clean(s['problem'])}")
         for r in s["runs"]:
-            when = f"{r['finished_at']:%Y-%m-%d %H:%M:%S}" if r["finished_at"] else "?"
+            when = clock.shown(r["finished_at"], zone, seconds=True) if r["finished_at"] else "?"
             lines.append(
                 f"    run {r['id']}: {when}  version {r['version'][:12]}  attempt {r['attempt']}  "
                 f"{r['status']:10} {r['score']:g}/{r['max_score']:g}"
@@ -444,7 +445,7 @@ def gradebook_audit(db, learner, exercise, fmt):
     for e in entries:
         details = ", ".join(f"{k}={v}" for k, v in e["details"].items())
         echo(
-            f"{e['at']:%Y-%m-%d %H:%M:%S} UTC  {e['actor']}  {e['action']}"
+            f"{clock.shown(e['at'], seconds=True)}  {e['actor']}  {e['action']}"
             + (f"  {e['learner']}" if e["learner"] else "")
             + (f"  {e['exercise']}" if e["exercise"] else "")
             + (f"  ({details})" if details else "")

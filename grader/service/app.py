@@ -407,11 +407,15 @@ def api_router() -> APIRouter:
         learner: Annotated[str | None, Query(max_length=LEARNER_ID_CHARS)] = None,
         limit: Annotated[int, Query(ge=1, le=SUBMISSIONS_PAGE_MAX)] = SUBMISSIONS_PAGE,
         cursor: Annotated[str | None, Query(max_length=SHORT_CHARS)] = None,
+        order: Literal["oldest", "newest"] = "oldest",
     ):
-        """A page of submissions, oldest first: `{"items": [...], "next": CURSOR or null}`; the
-        next page is `?cursor=CURSOR` with the same filters. Each item is a summary (score, status,
-        times, digest); the checks and the report are on `/submissions/{id}` alone."""
-        return _service(request).submissions(caller, exercise, learner, limit=limit, cursor=cursor)
+        """A page of submissions, oldest first (`order=newest`: newest first, as `grader report`
+        finds the latest): `{"items": [...], "next": CURSOR or null}`; the next page is
+        `?cursor=CURSOR` with the same filters. Each item is a summary (score, status, times,
+        digest); the checks and the report are on `/submissions/{id}` alone."""
+        return _service(request).submissions(
+            caller, exercise, learner, limit=limit, cursor=cursor, newest_first=order == "newest"
+        )
 
     @api.get("/submissions/{upload_id}")
     async def submission(

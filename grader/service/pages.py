@@ -32,7 +32,7 @@ import hmac
 import json
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from functools import cache
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
@@ -43,6 +43,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from grader import clock
 from grader.limits import HOME_SUBMISSIONS, REQUEST_BYTES, SESSION_SECONDS, SUBMISSIONS_PAGE_MAX
 from grader.locale import LANGS, N_, normalize_lang
 from grader.text import shown
@@ -170,19 +171,15 @@ def choose_lang(query: str | None, accept_language: str | None) -> str:
     return best
 
 
-def when(value) -> str:
-    """An ISO time of the API as a person reads it: minutes and the UTC offset."""
+def when(value, tz: tzinfo | None = None) -> str:
+    """An ISO time of the API as a person reads it, in the course's zone `tz`: grader.clock.shown."""
     if not value:
         return ""
     try:
         moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
     except ValueError:
         return shown(value, MAX_SHORT)
-    text = moment.strftime("%Y-%m-%d %H:%M")
-    offset = moment.strftime("%z")
-    if not offset:
-        return text
-    return f"{text} UTC" if offset == "+0000" else f"{text} UTC{offset[:3]}:{offset[3:]}"
+    return clock.shown(moment, tz)
 
 
 def with_bar(report: str, bar: str) -> str:
@@ -210,8 +207,16 @@ def environment() -> Environment:
     )
 
 
-def render_page(name: str, lang: str, keep_lang: bool = False, **context) -> str:
-    """A template of ours in `lang`; with keep_lang the links carry ?lang= on (it was asked for)."""
+def render_page(
+    name: str,
+    lang: str,
+    keep_lang: bool = False,
+    zone: tzinfo | None = None,
+    course_name: str = "",
+    **context,
+) -> str:
+    """A template of ours in `lang`; with keep_lang the links carry ?lang= on (it was asked for).
+    Times are shown in the course's `zone`; the site's bar names the course (`course_name`)."""
     suffix = f"?lang={lang}" if keep_lang else ""
     return (
         environment()
@@ -222,7 +227,8 @@ def render_page(name: str, lang: str, keep_lang: bool = False, **context) -> str
             langs=LANGS,
             html_lang=HTML_LANG[lang],
             fmt=fmt_points,
-            when=when,
+            when=lambda value: when(value, zone),
+            course_name=course_name,
             name=lambda text: shown(text or "", MAX_SHORT),
             status_label=lambda status: t(STATUS_LABELS.get(str(status), str(status)), lang),
             title_of=lambda ex: exercise_title(ex, lang),
@@ -305,8 +311,15 @@ def lang_of(request: Request) -> str:
 
 
 def chrome(request: Request) -> dict:
-    """What every template of a request needs: its language, and whether links keep it."""
-    return {"lang": lang_of(request), "keep_lang": "lang" in request.query_params}
+    """What every template of a request needs: its language, whether links keep it, and the
+    course's clock and name (course.toml)."""
+    policy = service_of(request).policy
+    return {
+        "lang": lang_of(request),
+        "keep_lang": "lang" in request.query_params,
+        "zone": policy.zone,
+        "course_name": policy.name,
+    }
 
 
 def cookie_args(request: Request) -> dict:

@@ -6,8 +6,9 @@ is always a parameter; the server's clock is the only clock). course.toml is rea
 `load_policy`, and validated strictly: unknown keys are refused at every level and every time
 carries a UTC offset.
 
-Times in learner-facing messages are ISO 8601 in UTC with a `Z` (`2026-11-08T15:59:00Z`), the
-form the API returns them in, so a learner in any zone reads one unambiguous time.
+The course names itself and its clock: `name` and `timezone` (an IANA name, `Asia/Taipei`;
+default UTC). Times in learner-facing messages are in that zone with its offset, as
+grader.clock.shown writes every time a person reads (`2026-12-10 23:59 +08:00`).
 """
 
 from __future__ import annotations
@@ -19,12 +20,22 @@ import math
 import tomllib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
+from zoneinfo import ZoneInfo
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
+from grader import clock
 from grader.errors import ExerciseFileError, UsageError, shown_path
 from grader.locale import Message, msg
 from grader.models import CheckResult, Grade, Note, Printed
@@ -150,7 +161,9 @@ def _in_order(opens, due, closes) -> None:
     named = [(n, t) for n, t in (("opens", opens), ("due", due), ("closes", closes)) if t is not None]
     for (a, ta), (b, tb) in itertools.pairwise(named):
         if ta > tb:
-            raise ValueError(f"{b} ({utc(tb)}) is before {a} ({utc(ta)}): opens <= due <= closes")
+            raise ValueError(
+                f"{b} ({clock.shown(tb)}) is before {a} ({clock.shown(ta)}): opens <= due <= closes"
+            )
 
 
 class ExercisePolicy(_Strict):
@@ -183,15 +196,34 @@ class Extension(_Strict):
         return self
 
 
-class CoursePolicy(_Strict):
-    """course.toml. An exercise it does not name is open at all times, with no limits."""
+def _zone_name(value: str) -> str:
+    clock.zone(value)  # ValueError saying why it is not an IANA zone
+    return value
 
+
+COURSE_NAME_CHARS = 200
+
+
+class CoursePolicy(_Strict):
+    """course.toml. An exercise it does not name is open at all times, with no limits. `name` is
+    the course's, as its pages show it; `timezone` the zone its times are shown in (IANA)."""
+
+    name: Annotated[str, Field(max_length=COURSE_NAME_CHARS)] = ""
+    timezone: Annotated[str, AfterValidator(_zone_name)] = clock.DEFAULT_ZONE
     late_days: Annotated[int, _at_least(0)] = 0
     exercises: dict[str, ExercisePolicy] = {}
     extensions: list[Extension] = []
 
     def exercise(self, exercise: str) -> ExercisePolicy:
         return self.exercises.get(exercise) or ExercisePolicy()
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return clock.zone(self.timezone)
+
+    def shown(self, when: datetime) -> str:
+        """A time as this course's learners are told it: grader.clock.shown in its zone."""
+        return clock.shown(when, self.zone)
 
 
 def exercise_checks(exercise_id: str) -> frozenset[str]:
@@ -441,11 +473,6 @@ class Admission:
     late_days_spent: int = 0  # what the caller records in the ledger for this upload
 
 
-def utc(when: datetime) -> str:
-    """A time as learners are told it: ISO 8601 in UTC with a Z."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _bucket(rate: RatePolicy, past: Sequence[PastUpload]) -> datetime | None:
     """The bucket as a GCRA's theoretical arrival time: after the uploads so far (refunded ones
     give their token back), a token is free from tat - capacity * interval on, and the bucket is
@@ -531,13 +558,16 @@ def admit(
     ex = policy.exercise(exercise)
     if d.opens is not None and now < d.opens:
         return Admission(
-            False, "not-open", msg("this exercise opens at {opens}", opens=utc(d.opens)), d.opens
+            False, "not-open", msg("this exercise opens at {opens}", opens=policy.shown(d.opens)), d.opens
         )
     if d.closes is not None and now > d.closes:
         return Admission(
             False,
             "closed",
-            msg("this exercise closed at {closes}: no more submissions are taken", closes=utc(d.closes)),
+            msg(
+                "this exercise closed at {closes}: no more submissions are taken",
+                closes=policy.shown(d.closes),
+            ),
             None,
         )
     if ex.rate is not None:
@@ -554,14 +584,14 @@ def admit(
                     "{minutes} minutes): the next submission is possible at {when}",
                     capacity=ex.rate.capacity,
                     minutes=f"{ex.rate.refill_minutes:g}",
-                    when=utc(retry_at),
+                    when=policy.shown(retry_at),
                 )
                 if retry_at is not None
                 else msg(
                     "submission limit reached (at most {capacity} at a time), and no new one comes "
                     "before this exercise closes at {closes}",
                     capacity=ex.rate.capacity,
-                    closes=utc(d.closes),  # type: ignore[arg-type]  # retry_at is None only by closes
+                    closes=policy.shown(d.closes),  # type: ignore[arg-type]  # retry_at is None only by closes
                 )
             )
             return Admission(False, "rate-limited", message, retry_at)
@@ -691,14 +721,14 @@ def duration(minutes: float) -> Message:
     return msg("{minutes} min", minutes=mins)
 
 
-def _sealed_notice(count: int, deadlines: Deadlines) -> Message:
+def _sealed_notice(count: int, deadlines: Deadlines, tz: tzinfo) -> Message:
     """Why some checks are missing from the grade, and until when."""
     if deadlines.due is not None:
         return msg(
             "{count} check(s) are sealed until the due time, {due}: their results and points are "
             "not in this grade yet",
             count=count,
-            due=utc(deadlines.due),
+            due=clock.shown(deadlines.due, tz),
         )
     return msg(
         "{count} check(s) are sealed until the instructor releases them: their results and points "
@@ -708,7 +738,7 @@ def _sealed_notice(count: int, deadlines: Deadlines) -> Message:
 
 
 def _hidden_notice(
-    grade: Grade, hidden: set[str], visibility: VisibilityPolicy, deadlines: Deadlines
+    grade: Grade, hidden: set[str], visibility: VisibilityPolicy, deadlines: Deadlines, tz: tzinfo
 ) -> Message:
     """Why some checks show only their title and result, and until when."""
     count = sum(1 for c in grade.checks if c.id in hidden)
@@ -722,7 +752,7 @@ def _hidden_notice(
             "{count} check(s) show only their title and result until the due time, {due}; their "
             "details follow then",
             count=count,
-            due=utc(deadlines.due),
+            due=clock.shown(deadlines.due, tz),
         )
     return msg(
         "{count} check(s) show only their title and result until the instructor releases their details",
@@ -777,7 +807,7 @@ def visible_view(
         view.max_score = max(view.max_score - sum(c.max_points for c in gone), 0.0)
         view.passed = view.error is None and bool(view.checks) and all(c.passed for c in view.checks)
         view.diagnosis = [d for d in view.diagnosis if d.check not in sealed]
-        view.warnings = [*view.warnings, Note(message=_sealed_notice(len(gone), deadlines))]
+        view.warnings = [*view.warnings, Note(message=_sealed_notice(len(gone), deadlines, policy.zone))]
     if withheld:
         # a diagnosis naming no check, the grade's symptoms and its printed output could be of a
         # withheld check: they go too
@@ -806,7 +836,10 @@ def visible_view(
             for c in view.checks
         ]
         view.diagnosis = [d for d in view.diagnosis if d.check not in hidden]
-        view.warnings = [*view.warnings, Note(message=_hidden_notice(grade, hidden, visibility, deadlines))]
+        view.warnings = [
+            *view.warnings,
+            Note(message=_hidden_notice(grade, hidden, visibility, deadlines, policy.zone)),
+        ]
     if lateness.penalty > 0:
         score = score_after_penalty(view, lateness.penalty)
         view.warnings = [

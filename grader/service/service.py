@@ -194,6 +194,8 @@ class Service:
             "name": account.name,
             "role": account.role,
             "late_days": {"total": total, "spent": spent, "left": max(0, total - spent)},
+            # the course's clock: the client shows every time in this zone (grader.clock)
+            "course": {"name": self.policy.name, "timezone": self.policy.timezone},
         }
 
     # -- exercises
@@ -222,6 +224,9 @@ class Service:
                     "title": {"en": ex.title.en, "zh-TW": ex.title.zh_TW},
                     "day": ex.day,
                     "files": list(ex.files),
+                    # the names each learner file must define: the client checks them before it
+                    # sends anything (grader.submission.precheck); public, as the starter is
+                    "names": {f: list(n) for f, n in ex.names.items()},
                     "points": ex.points,
                     "opens": iso(d.opens),
                     "due": iso(d.due),
@@ -607,6 +612,7 @@ class Service:
                     "deadlines": {"opens": iso(d.opens), "due": iso(d.due), "closes": iso(d.closes)},
                     "submissions": len(uploads),
                     "counted": counts,
+                    "late": view["late"] if view else None,  # of the upload that counts
                     "score": view["score"] if view else None,
                     "max_score": self.exercises[ex].points,
                     "tokens_left": left,
