@@ -77,6 +77,8 @@ class Stub:
         self.list_queries: list[dict] = []  # the query of every GET /submissions
         self.repeat = False  # every upload's answer says it repeated the latest one
         self.raw: dict[str, bytes] = {}  # path (/api/v1/...) -> the JSON body answered, as it is
+        self.course: dict | None = None  # /me's course (name, timezone); None: a server of before it
+        self.oldest_only = False  # list oldest first whatever `order` asks (a server of before it)
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -118,16 +120,13 @@ class Stub:
             return self.send_bytes(h, 200, self.raw[path], "application/json")
         seg = path.removeprefix("/api/v1").strip("/").split("/")
         if method == "GET" and seg == ["me"]:
-            return self.send(
-                h,
-                200,
-                {
-                    "learner": "alice",
-                    "name": "Alice",
-                    "role": "student",
-                    "late_days": {"total": 3, "spent": 0, "left": 3},
-                },
-            )
+            me = {
+                "learner": "alice",
+                "name": "Alice",
+                "role": "student",
+                "late_days": {"total": 3, "spent": 1, "left": 2},
+            }
+            return self.send(h, 200, me if self.course is None else {**me, "course": self.course})
         if method == "GET" and seg == ["exercises"]:
             return self.send(h, 200, self.exercises)
         if method == "GET" and len(seg) == 3 and seg[0] == "exercises" and seg[2] == "starter":
@@ -140,8 +139,14 @@ class Stub:
             return self.upload(h, seg[1], body, query)
         if method == "GET" and seg == ["submissions"]:
             with self.lock:
-                subs = [self.submission(u) for u in self.uploads if u["exercise"] == query.get("exercise")]
+                subs = [
+                    self.submission(u)
+                    for u in self.uploads
+                    if query.get("exercise") in (None, u["exercise"])
+                ]
                 self.list_queries.append(query)
+                if query.get("order") == "newest" and not self.oldest_only:
+                    subs.reverse()
             if self.list_answer:  # a server of before the pages: one list, all of them
                 return self.send(h, 200, subs)
             start = int(query.get("cursor") or 0)  # the stub's cursor: an index (the server's is opaque)
@@ -174,6 +179,7 @@ class Stub:
                     "deadlines": {"opens": None, "due": e.get("due"), "closes": None},
                     "submissions": sum(u["exercise"] == e["id"] for u in self.uploads),
                     "counted": None,
+                    "late": None,
                     "score": None,
                     "max_score": e["points"],
                     "tokens_left": 3,

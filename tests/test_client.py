@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -96,9 +97,26 @@ def test_login_checks_the_token_and_keeps_it_in_a_0600_file(env, stub):
 def test_login_with_a_refused_token_stores_nothing(env, stub):
     result = run("login", "--server", stub.url, "--token", "wrong")
     assert result.exit_code == 2
-    assert "error: unknown or revoked token" in result.stderr
-    assert "grader login" in result.stderr
+    # what was wrong with the token just given, naming the server: not "log in again"
+    assert result.stderr.splitlines() == [
+        f"error: {stub.url} did not accept the token: it is mistyped, revoked, or another course's; "
+        "nothing was kept"
+    ]
     assert not (env / "config" / "gpt-bughunt-grader" / "login.json").exists()
+
+
+def test_a_token_refused_after_login_says_so_and_names_the_server(env, stub, monkeypatch):
+    monkeypatch.setenv("GRADER_SERVER", stub.url)
+    monkeypatch.setenv("GRADER_TOKEN", "revoked-since")
+    for args in (["status"], ["history", "day49-data"], ["report", "day49-data"]):
+        result = run(*args)
+        assert result.exit_code == 2, args
+        assert result.stderr.splitlines() == [
+            f"error: {stub.url} did not accept the token: it is mistyped, revoked, or another course's",
+            f"ask your instructor for your token, then run: grader login --server {stub.url}",
+        ], args
+    zh = run("status", "--lang", "zh-TW")
+    assert stub.url in zh.stderr and "token" in zh.stderr and "did not accept" not in zh.stderr
 
 
 def test_a_token_that_cannot_be_one_is_refused_before_it_is_sent(env, stub):
@@ -175,7 +193,7 @@ def test_submit_shows_files_and_digest_and_the_submission_id(logged_in, tmp_path
     assert "data.py  25 bytes" in result.stderr
     assert digest(files) in result.stderr  # the gradebook's rule, computed independently
     assert Incoming(learner="alice", files=files).digest == digest(files)
-    assert "submission 100: queued" in result.stdout and "grader status day49-data" in result.stdout
+    assert "submission 100: queued" in result.stdout and "grader report 100" in result.stdout  # not status
     [upload] = logged_in.uploads
     assert upload["files"] == files and upload["exercise"] == "day49-data"
     assert logged_in.posts[0]["query"] == {"use_late_day": "false"}
@@ -313,15 +331,19 @@ def test_packing_picks_what_the_grader_picks(tmp_path):
     assert found["bob"]["gpt.py"] == b"# bob gpt.py\n"
 
     one = tmp_path / "one"
-    one.mkdir()
-    (one / "carol.py").write_text("def load(): ...\n")  # one-file exercise: the one .py file
+    (one / "dave").mkdir(parents=True)
+    (one / "carol.py").write_text("def load(): ...\n")  # a class's layout: carol's data.py ...
+    (one / "dave" / "data.py").write_text("def load(): ...\n")
     found = {i.learner: i.files for i in read_source(one, data).incoming}
-    packed = pack(data, one / "carol.py")
-    assert packed.files == found["carol"] == {"data.py": b"def load(): ...\n"}
-    assert packed.digest == Incoming(learner="carol", files=found["carol"]).digest
+    assert found["carol"] == found["dave"] == {"data.py": b"def load(): ...\n"}
+    with pytest.raises(ClientError, match="never renames a file"):  # ... but never renamed for a submit
+        pack(data, one / "carol.py")
+    packed = pack(data, one / "dave")
+    assert packed.files == found["dave"]
+    assert packed.digest == Incoming(learner="dave", files=found["dave"]).digest
     with zipfile.ZipFile(io.BytesIO(packed.archive)) as zf:
         assert zf.namelist() == ["data.py"] and zf.read("data.py") == b"def load(): ...\n"
-    assert pack(data, one / "carol.py").archive == packed.archive  # the same files, the same zip
+    assert pack(data, one / "dave").archive == packed.archive  # the same files, the same zip
 
 
 def test_packing_refuses_what_the_grader_refuses(tmp_path):
@@ -330,7 +352,7 @@ def test_packing_refuses_what_the_grader_refuses(tmp_path):
     two.mkdir()
     (two / "a.py").write_text("a = 1\n")
     (two / "b.py").write_text("b = 1\n")
-    with pytest.raises(ClientError, match="which one is the submission"):
+    with pytest.raises(ClientError, match=r"only a\.py, b\.py: the grader never renames a file"):
         pack(data, two)
     link = tmp_path / "link"
     link.symlink_to(two)
@@ -391,6 +413,154 @@ def test_status_and_history_tables_and_json(logged_in, tmp_path):
     assert "day49-data" in run("status").stdout
 
 
+# -- grader report ---------------------------------------------------------------------------------
+
+
+def graded(stub, *statuses: str) -> list[int]:
+    """Uploads of day49-data stored in the stub with these statuses, oldest first: their ids."""
+    now = datetime.now(UTC).isoformat()
+    for status in statuses:
+        files = {"data.py": f"x = {len(stub.uploads)}\n".encode()}
+        stub.uploads.append({"id": 100 + len(stub.uploads), "key": None, "exercise": "day49-data",
+                             "files": files, "status": status, "received_at": now})  # fmt: skip
+    return [u["id"] for u in stub.uploads]
+
+
+def test_report_prints_the_latest_graded_report_of_an_exercise(logged_in):
+    graded(logged_in, "graded", "graded")
+    result = run("report", "day49-data", "--format", "markdown", "--lang", "zh-TW")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "REPORT 101 format=markdown lang=zh-TW passed=True\n"
+    assert logged_in.list_queries[-1]["order"] == "newest"
+    logged_in.passed = False
+    result = run("report", "100")  # a submission by its id
+    assert (result.exit_code, result.stdout) == (1, "REPORT 100 format=text lang=en passed=False\n")
+    assert "submission 100 of day49-data, received" in result.stderr
+    assert run("report").stdout.startswith("REPORT 101 ")  # the latest of any exercise
+
+
+def test_report_of_an_exercise_whose_latest_is_not_graded_yet(logged_in):
+    logged_in.polls_before_done = 99  # the stub's submissions stay as they are
+    graded(logged_in, "graded", "queued")
+    result = run("report", "day49-data")
+    assert result.exit_code == 0 and result.stdout.startswith("REPORT 100 ")
+    assert "your latest submission 101 is queued; this is the report of 100" in result.stderr
+    result = run("report", "101")
+    assert result.exit_code == 3 and "submission 101 is queued: it has no report until" in result.stderr
+    graded(logged_in, "failed")
+    result = run("report", "102")
+    assert result.exit_code == 4 and "does not count against you" in result.stderr
+
+
+def test_report_reads_a_server_that_lists_oldest_first_whole(logged_in):
+    ids = graded(logged_in, *["graded"] * 5)
+    logged_in.oldest_only, logged_in.page_size = True, 2  # `order` ignored, pages of two
+    result = run("report", "day49-data")
+    assert result.exit_code == 0 and result.stdout.startswith(f"REPORT {ids[-1]} ")
+
+
+def test_report_without_a_submission_or_of_an_unknown_exercise(logged_in):
+    result = run("report", "day49-data")
+    assert result.exit_code == 2 and "no submission of day49-data yet: grader submit day49-data" in result.stderr
+    result = run("report", "day99-nothing")
+    assert result.exit_code == 2 and "no exercise day99-nothing" in result.stderr
+    result = run("report", "12345")
+    assert result.exit_code == 2 and "no such submission" in result.stderr
+    result = run("report", "\u0661\u0662")  # digits, but not ASCII ones: not an id, no exercise either
+    assert result.exit_code == 2 and "no exercise" in result.stderr
+
+
+# -- status: late days, the next submission, the course's clock, in zh-TW ---------------------------
+
+# Everything `grader status --lang zh-TW` may print in Latin letters: exercise ids, the course's
+# zone, a command to type
+IDS = re.compile(r"day\d+-[a-z]+|Asia/Taipei|grader [a-z]+(?: --[a-z-]+)*")
+
+
+def test_status_shows_late_days_the_next_submission_and_whether_the_counted_one_was_late(logged_in):
+    soon = (datetime.now(UTC) + timedelta(minutes=42)).isoformat()
+    logged_in.status_rows = [
+        {"exercise": "day49-data", "deadlines": {"due": "2026-12-10T15:59:00Z", "closes": None},
+         "submissions": 3, "counted": 102, "late": {"minutes": 90.0, "days": 1, "penalty": 0.1},
+         "score": 9.0, "max_score": 10.0, "tokens_left": 0, "next_submission_at": soon},
+        {"exercise": "day48-decoder", "deadlines": {}, "submissions": 1, "counted": 7,
+         "late": {"minutes": 0, "days": 0, "penalty": 0}, "score": 20.0, "max_score": 20.0,
+         "tokens_left": None, "next_submission_at": None},
+    ]  # fmt: skip
+    result = run("status")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["exercise", "due", "closes", "submissions", "counts", "score", "late",
+                                "left", "next", "submission"]  # fmt: skip
+    assert "1 d, -10%" in lines[1] and "on time" in lines[2]
+    assert "day49-data: no submission left now; the next is possible at" in result.stdout
+    assert "(in 42 min)" in result.stdout or "(in 41 min)" in result.stdout
+    assert "late days left: 2 of 3" in result.stdout
+
+
+@pytest.mark.parametrize("tz", ["Asia/Taipei", "Europe/Paris"])
+def test_times_are_the_courses_with_its_offset_and_this_machines_where_it_differs(logged_in, monkeypatch, tz):
+    import time
+
+    monkeypatch.setenv("TZ", tz)
+    time.tzset()
+    try:
+        logged_in.course = {"name": "LLM from scratch", "timezone": "Asia/Taipei"}
+        logged_in.status_rows = [
+            {"exercise": "day49-data", "deadlines": {"due": "2026-12-10T15:59:00Z"}, "submissions": 0,
+             "tokens_left": 0, "next_submission_at": (datetime.now(UTC) + timedelta(hours=2)).isoformat()}
+        ]  # fmt: skip
+        result = run("status")
+        assert "2026-12-10 23:59 +08:00" in result.stdout  # the course's clock, never bare UTC
+        note = "times are the course's (Asia/Taipei); this machine's clock is +01:00"
+        assert (note in result.stderr) == (tz != "Asia/Taipei")
+        assert ("here)" in result.stdout) == (tz != "Asia/Taipei")  # the next submission, on both clocks
+        graded(logged_in, "graded")
+        history = run("history", "day49-data")
+        assert "+08:00" in history.stdout and "+0800" not in history.stdout
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_status_in_zh_tw_has_no_english_words_but_ids_and_numbers(logged_in, monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "Europe/Paris")  # the note on this machine's clock is said too
+    time.tzset()
+    try:
+        logged_in.course = {"name": "LLM", "timezone": "Asia/Taipei"}
+        soon = (datetime.now(UTC) + timedelta(minutes=30)).isoformat()
+        logged_in.status_rows = [
+            {"exercise": "day49-data", "deadlines": {"due": "2026-12-10T15:59:00Z", "closes": None},
+             "submissions": 3, "counted": 102, "late": {"minutes": 90.0, "days": 1, "penalty": 0.1},
+             "score": 9.0, "max_score": 10.0, "tokens_left": 0, "next_submission_at": soon},
+            {"exercise": "day48-decoder", "deadlines": {}, "submissions": 1, "counted": 7, "score": 20.0,
+             "max_score": 20.0, "tokens_left": None},
+        ]  # fmt: skip
+        result = run("status", "--lang", "zh-TW")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert result.exit_code == 0, result.output
+    shown = result.stdout + result.stderr
+    assert "繳交" in shown and "遲交" in shown and "2026-12-10 23:59 +08:00" in shown
+    words = re.findall(r"[A-Za-z]{2,}", IDS.sub("", shown))
+    assert words == [], words
+    graded(logged_in, "graded")
+    history = run("history", "day49-data", "--lang", "zh-TW")
+    words = re.findall(r"[A-Za-z]{2,}", IDS.sub("", history.stdout))
+    assert words == [], words
+
+
+def test_a_course_zone_this_machine_cannot_load_shows_its_own_clock(logged_in):
+    for bad in ("../../etc/passwd", "Mars/Base", "x" * 300, "Asia/Taipei\x1b[2J"):
+        logged_in.course = {"name": "c", "timezone": bad}
+        result = run("status")
+        assert result.exit_code in (0, 4), (bad, result.output)
+        assert "\x1b" not in result.output
+
+
 def test_a_malformed_answer_is_a_server_failure(logged_in, tmp_path):
     logged_in.exercises[:] = [{"id": "day49-data", "files": "data.py"}]  # not a list
     result = run("submit", "day49-data", str(work(tmp_path)))
@@ -411,6 +581,27 @@ def test_starter_from_the_server_writes_only_the_exercise_files(logged_in, tmp_p
     result = run("starter", "day49-data", str(target), "--server", logged_in.url)
     assert result.exit_code == 2 and "already exists" in result.stderr
     assert (target / "data.py").read_bytes() == b"# your variant\n"
+
+
+def test_starter_after_login_is_the_courses_and_the_sample_only_with_sample(env, stub, tmp_path):
+    assert run("login", "--server", stub.url, "--token", TOKEN).exit_code == 0
+    stub.starter_members = {"data.py": b"# the course's own starter\n"}
+    result = run("starter", "day49-data", str(tmp_path / "course"))  # no --server: the login's
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "course" / "data.py").read_bytes() == b"# the course's own starter\n"
+    assert "wrote" in result.stdout and "grading install" not in result.output
+    result = run("starter", "day49-data", str(tmp_path / "sample"), "--sample")
+    assert result.exit_code == 0, result.output
+    sample = ROOT / "exercises" / "day49-data" / "starter" / "data.py"
+    assert (tmp_path / "sample" / "data.py").read_bytes() == sample.read_bytes()
+    result = run("starter", "day49-data", str(tmp_path / "x"), "--sample", "--server", stub.url)
+    assert result.exit_code == 2 and "--server" in result.stderr
+
+
+def test_starter_without_a_login_says_it_is_the_public_sample(env, tmp_path):
+    result = run("starter", "day49-data", str(tmp_path / "s"))
+    assert result.exit_code == 0, result.output
+    assert "not logged in to a course's server: this is the public sample's starter" in result.stderr
 
 
 def test_unpack_starter_caps_what_a_member_inflates_to():
@@ -645,7 +836,8 @@ def test_a_quiz_starter_is_made_without_anything_that_grades(tmp_path):
 def test_grading_modules_cover_the_grading_extra():
     """Each requirement of the grading distribution (pyproject.toml) but the client imports as one
     name of GRADING_IMPORTS, and each of those is one of its requirements; the student's
-    distribution (client/pyproject.toml) requires click, httpx and pydantic only."""
+    distribution (client/pyproject.toml) requires click, httpx, nbformat (a notebook's cells, for
+    `grader submit EX nb.ipynb`; the grading side has it through the client) and pydantic only."""
     import importlib.metadata as md
     import re
 
@@ -667,4 +859,5 @@ def test_grading_modules_cover_the_grading_extra():
         assert module is not None, (requirement, by_dist.get(name))
         covered.add(module)
     assert covered == set(GRADING_IMPORTS)
-    assert sorted(re.match(r"[a-z]+", r)[0] for r in client["dependencies"]) == ["click", "httpx", "pydantic"]
+    required = sorted(re.match(r"[a-z]+", r)[0] for r in client["dependencies"])
+    assert required == ["click", "httpx", "nbformat", "pydantic"]

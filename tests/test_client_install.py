@@ -68,7 +68,7 @@ def run(bin: Path, *args, env=None, cwd=None):
 
 
 def test_the_student_install_has_the_client_and_nothing_that_grades(venv_bin, tmp_path):
-    for command in ("login", "submit", "status", "history", "starter"):
+    for command in ("login", "submit", "status", "history", "report", "starter"):
         result = run(venv_bin, command, "--help")
         assert result.returncode == 0, (command, result.stderr)
         assert "Usage: grader " + command in result.stdout
@@ -97,14 +97,19 @@ def test_the_student_install_submits_to_a_server(venv_bin, tmp_path):
         env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
         login = run(venv_bin, "login", "--server", stub.url, "--token", TOKEN, env=env)
         assert login.returncode == 0, login.stderr
-        starter = run(
-            venv_bin, "starter", "day49-data", str(tmp_path / "start"), "--server", stub.url, env=env
-        )
+        # logged in: the course's starter, with no --server and no word of the grading install
+        starter = run(venv_bin, "starter", "day49-data", str(tmp_path / "start"), env=env)
         assert starter.returncode == 0, starter.stderr
+        assert GRADING_HINT not in starter.stderr
         assert (tmp_path / "start" / "data.py").read_bytes() == stub.starter_members["data.py"]
         submitted = run(venv_bin, "submit", "day49-data", str(work), "--wait", env=env)
         assert submitted.returncode == 0, submitted.stderr
         assert submitted.stdout.startswith("REPORT 100 format=text")
         assert run(venv_bin, "history", "day49-data", env=env).returncode == 0
         assert run(venv_bin, "status", env=env).returncode == 0
+        report = run(venv_bin, "report", "day49-data", env=env)
+        assert report.returncode == 0 and report.stdout.startswith("REPORT 100 "), report.stderr
+        # zh-TW from the wheel's own catalog (client.mo: no Babel, no grader.po here)
+        zh = run(venv_bin, "status", "--lang", "zh-TW", env=env)
+        assert zh.returncode == 0 and "繳交" in zh.stdout and "exercise" not in zh.stdout, zh.stdout
         assert len(stub.uploads) == 1

@@ -40,6 +40,8 @@ SECRETS = (
 PUBLIC = ("exercises/*/starter/**/*", "exercises/*/exercise.toml")  # what a learner gets anyway
 LOCATORS = ("exercises/__init__.py", "mutants/__init__.py")  # where the data is: code, in the grading wheel
 FRAGMENT_CHARS = 24  # a secret file's line this long (and not in a starter) is its own
+CLIENT_MO = "grader/locale/zh_TW/LC_MESSAGES/client.mo"  # the client's zh-TW: its own msgids only
+TRANSLATION_CHARS = 10  # a hidden message's zh-TW translation this long is its own
 
 
 def build_wheels(target: Path) -> dict[str, Path]:
@@ -112,7 +114,8 @@ def test_the_student_wheel_has_no_path_of_the_course(wheels):
     assert "grader/cli/client.py" in names and "grader/client/api.py" in names
     assert not [n for n in names if n.split("/")[0] in COURSE_DATA], "course data in the student wheel"
     assert not [n for n in names if "/hidden/" in n or "/solution/" in n or n.endswith("key.toml")]
-    assert not [n for n in names if not n.endswith(".py")], "only the client's modules"
+    assert not [n for n in names if not n.endswith(".py") and n != CLIENT_MO], "only the client's modules"
+    assert CLIENT_MO in names and "grader/locale/zh_TW/LC_MESSAGES/grader.po" not in names
 
 
 def test_the_student_wheel_has_no_line_of_a_hidden_test_key_solution_or_mutant(wheels):
@@ -139,6 +142,63 @@ def test_the_search_finds_a_line_planted_in_a_wheel(wheels, tmp_path):
             zf.writestr(name, data + extra.encode())
     assert len(planted) >= 5
     assert set(planted) <= set(found_in(copy, fragments))  # a planted line may hold a shorter one too
+
+
+def hidden_messages() -> dict[str, str]:
+    """The text (msgid, and its zh-TW translation) of every message only a hidden test uses: none
+    may reach the student's wheel, in its catalog or anywhere else. text -> the msgid it is of."""
+    from babel.messages.pofile import read_po
+
+    from grader.locale import po_path
+    from grader.locale.extract import client_msgids, collect
+
+    client = set(client_msgids())
+    with open(po_path("zh-TW"), "rb") as f:
+        zh = read_po(f)
+    out = {}
+    for msgid, entry in collect().items():
+        if msgid in client or not all(path.startswith("exercises/") for path, _ in entry.locations):
+            continue
+        if len(msgid) >= FRAGMENT_CHARS:
+            out[msgid] = msgid
+        translated = zh.get(msgid)
+        if translated is not None and len(translated.string or "") >= TRANSLATION_CHARS:
+            out[translated.string] = msgid
+    return out
+
+
+def wheel_texts(wheel: Path) -> dict[str, str]:
+    """Each member's text (a .mo's strings too: gettext keeps them as UTF-8)."""
+    return {n: data.decode("utf-8", errors="replace") for n, data in members(wheel).items()}
+
+
+def test_the_student_wheel_has_no_hidden_tests_message_in_either_language(wheels):
+    import gettext
+    import io
+
+    from grader.locale.extract import client_msgids
+
+    hidden = hidden_messages()
+    assert len(hidden) > 100  # the search has messages to find: the checks' titles, their diagnoses
+    texts = wheel_texts(wheels["client"])
+    leaked = {text: member for text in hidden for member, data in texts.items() if text in data}
+    assert not leaked, f"the student wheel holds hidden tests' messages: {list(leaked.items())[:5]}"
+    # its catalog is the client's msgids, each translated, and nothing else
+    catalog = gettext.GNUTranslations(io.BytesIO(members(wheels["client"])[CLIENT_MO]))._catalog  # type: ignore[attr-defined]
+    assert {k for k in catalog if k} == set(client_msgids())
+
+
+def test_the_hidden_message_search_finds_one_planted_in_the_catalog(wheels, tmp_path):
+    """A hidden test's message and its translation, planted in a copy of the wheel's client.mo: found."""
+    hidden = hidden_messages()
+    msgid = next(m for t, m in hidden.items() if t != m)  # one with a translation of its own
+    planted = [t for t, m in hidden.items() if m == msgid]
+    copy = tmp_path / "planted.whl"
+    with zipfile.ZipFile(copy, "w") as zf:
+        for name, data in members(wheels["client"]).items():
+            zf.writestr(name, data + ("\0".join(planted).encode() if name == CLIENT_MO else b""))
+    texts = wheel_texts(copy)
+    assert all(any(t in data for data in texts.values()) for t in planted) and len(planted) >= 1
 
 
 def test_the_search_finds_what_a_wheel_does_hold(wheels):

@@ -99,6 +99,50 @@ def test_the_catalog_loads_as_gettext_translations():
     assert catalog("en") is None and len(catalog("zh-TW")) > 400
 
 
+def test_the_client_catalog_is_grader_po_for_the_client_msgids_compiled(zh):
+    """The student wheel's zh-TW (client.mo, read without Babel): what `update` compiles now from
+    grader.po, for every msgid the client's modules use, each translated, and no other msgid."""
+    import gettext as stdlib_gettext
+
+    from grader.locale import mo_path
+    from grader.locale.__main__ import client_mo
+    from grader.locale.extract import client_files, client_msgids
+
+    assert mo_path("zh-TW").read_bytes() == client_mo("zh-TW"), "run `python -m grader.locale update`"
+    with open(mo_path("zh-TW"), "rb") as f:
+        compiled = stdlib_gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
+    ids = client_msgids()
+    assert {k for k in compiled if k} == set(ids) and len(ids) > 150
+    assert all(compiled[m] == zh.get(m).string for m in ids)
+    names = {p.relative_to(ROOT).as_posix() for p in client_files()}
+    assert "grader/cli/client.py" in names and not [n for n in names if n.startswith("exercises/")]
+    for msgid in ("late days left: {left} of {total} (spent only by grader submit --use-late-day)",
+                  "submission {id}: waiting for the grade", "logged in to {server} as {learner} ({role}); "
+                  "token kept in {path}", "the next submission is possible at {when} (in {wait})"):
+        assert msgid in compiled, msgid
+
+
+def test_without_babel_or_grader_po_the_client_catalog_speaks(monkeypatch, tmp_path):
+    import grader.locale as locale
+
+    monkeypatch.setattr(locale, "po_path", lambda lang: tmp_path / "no.po")
+    locale.translations.cache_clear()
+    try:
+        text = msg("submission {id}: waiting for the grade", id=3).render("zh-TW")
+        assert text == "繳交 3：等待評分結果"
+        assert msg("(A) scores are scaled by 1/sqrt(d_k)").render("zh-TW") == "(A) scores are scaled by 1/sqrt(d_k)"
+    finally:
+        monkeypatch.undo()
+        locale.translations.cache_clear()
+
+
+def test_one_term_for_a_submission():
+    """繳交, the catalog's word for handing work in (as Taiwan's schools say it), never 提交 beside it."""
+    with open(po_path("zh-TW"), "rb") as f:
+        strings = [m.string for m in read_po(f) if m.id and m.string]
+    assert [t for t in strings if "提交" in t] == [] and len([t for t in strings if "繳交" in t]) > 60
+
+
 def test_language_from_the_locale():
     assert normalize_lang("zh_TW.UTF-8") == normalize_lang("zh-Hant") == "zh-TW"
     assert normalize_lang("fr_FR") == normalize_lang(None) == "en"
@@ -238,7 +282,7 @@ def test_a_process_that_exits_at_import_reaches_a_zh_tw_report_translated(tmp_pa
     assert g.error.kind == "crash" and g.error.message_id == "the submission could not be loaded: {detail}"
     assert g.error.message_params["detail"]["params"] == {"code": "3"}     # the jail's Message, nested
     zh = reports_in_zh(g)
-    assert "無法載入提交的程式：評分程式等待回應時，行程結束了（結束碼 3）" in zh
+    assert "無法載入繳交的程式：評分程式等待回應時，行程結束了（結束碼 3）" in zh
     assert "while the grader was waiting" not in zh
 
 
@@ -257,7 +301,7 @@ def test_an_endless_loop_in_a_check_reaches_a_zh_tw_report_translated(tmp_path):
     assert detail["id"] in ("{call} ran over its {seconds:g} s budget",
                             "the submission used up its {seconds:.0f} s")
     zh = reports_in_zh(g)
-    assert "超過了它的 2 秒時間預算" in zh or "逾時：提交的程式用完了 6 秒" in zh
+    assert "超過了它的 2 秒時間預算" in zh or "逾時：繳交的程式用完了 6 秒" in zh
     assert "ran over" not in zh and "your code was in" not in zh
 
 

@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "submit": ("grader.cli.client", "submit"),
     "status": ("grader.cli.client", "status"),
     "history": ("grader.cli.client", "history"),
+    "report": ("grader.cli.client", "report"),
     "course": ("grader.cli.course", "course"),  # the instructor's client: light, not in GRADING_COMMANDS
 }
 

@@ -1,5 +1,5 @@
-"""The student's commands: `grader login`, `submit`, `status`, `history` (and `grader starter
---server`, which grader/cli/grade.py hands to `server_starter` here).
+"""The student's commands: `grader login`, `submit`, `status`, `history`, `report` (and `grader
+starter` from the course's server, which grader/cli/grade.py hands to `server_starter` here).
 
 Light by design: click, httpx, pydantic and the grader's light modules (grader.client, .text,
 .locale, .limits, .errors, .sources); nothing here imports torch or anything that grades.
@@ -15,7 +15,7 @@ import functools
 import json
 import sys
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
 import click
@@ -67,14 +67,14 @@ def hints(exc: GraderError) -> list:
         out.append(
             msg(
                 "the next submission is possible at {when} (in {wait})",
-                when=show.when(retry_at),
+                when=show.when_here(retry_at, getattr(exc, "zone", None)),
                 wait=show.wait_for(retry_at, now),
             )
         )
     elif isinstance(exc, Refused) and code == "closed":
         out.append(msg("this exercise no longer takes submissions"))
-    if code == "unauthorized":
-        out.append(msg("log in again: grader login --server URL"))
+    if getattr(exc, "hint", None) is not None:
+        out.append(exc.hint)  # type: ignore[attr-defined]
     return out
 
 
@@ -113,8 +113,14 @@ def login(server, token, insecure, lang):
     if token is None:
         token = click.prompt(show.say(msg("Token"), lang), hide_input=True)
     token = check_token(token)
-    with Api(server, token, insecure=insecure, lang=lang) as api:
-        me = api.me()
+    try:
+        with Api(server, token, insecure=insecure, lang=lang) as api:
+            me = api.me()
+    except ClientError as exc:
+        if exc.code != "unauthorized":
+            raise
+        # just given: not "log in again", but what was wrong with it
+        raise ClientError(msg("{error}; nothing was kept", error=exc.message), code=exc.code) from None
     path = save_login(server, token)
     echo(
         show.say(
@@ -151,26 +157,38 @@ def login(server, token, insecure, lang):
 @click.option(
     "--use-late-day", is_flag=True, help="Spend one of your late days on this submission, if it is late."
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Show what would be sent (files, sizes, digest, the notebook cells they come from) and "
+    "send nothing.",
+)
 @insecure_option
 @client_command
-def submit(exercise, path: Path, wait, fmt, lang, use_late_day, insecure):
-    """Submit the learner files at PATH (a folder, one file, or a zip) for EXERCISE.
+def submit(exercise, path: Path, wait, fmt, lang, use_late_day, dry_run, insecure):
+    """Submit the learner files at PATH (a folder, one file, a notebook or a zip) for EXERCISE.
 
-    The files are found as the grader finds them; they, their sizes and their SHA-256 digest are
-    shown before the upload. With --wait: the report as you may see it now; exit 0 passed, 1 not
-    passed, 3 refused for now, 4 a failure on the server's side."""
+    The files are found as the grader finds them (a notebook's are assembled from its code
+    cells); they, their sizes and their SHA-256 digest are shown before the upload. Files that
+    would fail at once (a syntax error, a notebook's magic left in, a missing name) are refused
+    here: nothing is sent and no submission spent. With --wait: the report as you may see it
+    now; exit 0 passed, 1 not passed, 2 refused here, 3 refused for now, 4 a failure on the
+    server's side."""
     from grader.client.packing import pack
 
     with connect(insecure, lang) as api:
         info = api.exercise(exercise)
         packed = pack(info.exercise(), path)
-        for name in sorted(packed.files):
-            echo(f"  {name}  {len(packed.files[name]):,} bytes", err=True)
-        for warning in packed.warnings:
-            echo(show.say(msg("warning: {warning}", warning=warning), lang), err=True)
-        echo(show.say(msg("digest (SHA-256): {digest}", digest=packed.digest), lang), err=True)
+        show_packed(packed, lang, err=not dry_run)
+        if dry_run:
+            echo(show.say(msg("dry run: nothing was sent"), lang))
+            return
         key = str(uuid.uuid4())  # one upload, however many times the network makes us send it
-        sub = api.submit(exercise, packed.archive, key, use_late_day=use_late_day)
+        try:
+            sub = api.submit(exercise, packed.archive, key, use_late_day=use_late_day)
+        except (Refused, ServerFailure) as exc:
+            exc.zone = course_zone(api)  # the hint's time, on the course's clock
+            raise
         if sub.repeat:  # nothing stored, nothing spent: the server answered with that submission
             echo(
                 show.say(
@@ -193,10 +211,9 @@ def submit(exercise, path: Path, wait, fmt, lang, use_late_day, insecure):
             echo(
                 show.say(
                     msg(
-                        "submission {id}: {status}. See it with: grader status {exercise}",
+                        "submission {id}: {status}. Its report, once graded: grader report {id}",
                         id=sub.id,
                         status=status_text(sub.status),
-                        exercise=exercise,
                     ),
                     lang,
                 )
@@ -220,15 +237,39 @@ def submit(exercise, path: Path, wait, fmt, lang, use_late_day, insecure):
             raise ServerFailure(
                 msg(
                     "submission {id} is still {status} after {seconds:g} s; it will be graded: "
-                    "see grader status {exercise}",
+                    "its report then: grader report {id}",
                     id=sub.id,
                     status=status_text(sub.status),
                     seconds=WAIT_SECONDS,
-                    exercise=exercise,
                 )
             )
         print_report(api.report(sub.id, fmt, lang), fmt)
     sys.exit(EXIT_PASS if sub.passed else EXIT_FAIL)
+
+
+def show_packed(packed, lang: str, err: bool = True) -> None:
+    """What `grader submit` would send: each file, its size and the notebook cells it comes
+    from, the notes of what a notebook left out, the warnings, the digest. Then, when the files
+    would fail at once (packing.Packed.problems), each problem, and ClientError (exit 2): nothing
+    is sent."""
+    for name in sorted(packed.files):
+        origin = packed.origins.get(name)
+        line = f"  {name}  {len(packed.files[name]):,} bytes"
+        echo(line + (f"  {show.say(origin, lang)}" if origin else ""), err=err)
+    for note in packed.notes:
+        echo(show.say(msg("note: {note}", note=note), lang), err=err)
+    for warning in packed.warnings:
+        echo(show.say(msg("warning: {warning}", warning=warning), lang), err=err)
+    echo(show.say(msg("digest (SHA-256): {digest}", digest=packed.digest), lang), err=err)
+    for problem in packed.problems:
+        echo(show.say(msg("problem: {problem}", problem=problem), lang), err=err)
+    if packed.problems:
+        raise ClientError(
+            msg(
+                "nothing was sent, and no submission spent: fix what is said above, then submit "
+                "again (grader submit --dry-run checks without sending)"
+            )
+        )
 
 
 def print_report(text: str, fmt: str) -> None:
@@ -274,6 +315,24 @@ def print_json(data) -> None:
         click.echo(text)
 
 
+def course_zone(api) -> tzinfo | None:
+    """The course's time zone, as the server names it (None: it names none, or cannot be asked now:
+    the times are then shown on this machine's clock). Never the reason a command fails."""
+    try:
+        me = api.me()
+    except GraderError:
+        return None
+    return me.course.zone if me.course else None
+
+
+def zone_lines(moments, me, lang: str) -> None:
+    """Under a table: the course's zone, where this machine's clock differs (stderr)."""
+    course = me.course
+    note = show.zone_note(moments, course.zone if course else None, course.timezone if course else "")
+    if note is not None:
+        echo(show.say(note, lang), err=True)
+
+
 @click.command()
 @click.argument("exercise", required=False)
 @json_option
@@ -281,12 +340,15 @@ def print_json(data) -> None:
 @insecure_option
 @client_command
 def status(exercise, fmt, lang, insecure):
-    """Your exercises (or EXERCISE): deadlines, submissions, the one that counts, submissions left."""
+    """Your exercises (or EXERCISE): deadlines, submissions, the one that counts and whether it was
+    late, submissions left and when the next is possible, and your late days left."""
     with connect(insecure, lang) as api:
         if fmt == "json":
             print_json(api.raw("/status", **({"exercise": exercise} if exercise else {})))
             return
         rows = api.status(exercise)
+        me = api.me()
+    zone = me.course.zone if me.course else None
     headers = [
         msg("exercise"),
         msg("due"),
@@ -294,6 +356,7 @@ def status(exercise, fmt, lang, insecure):
         msg("submissions"),
         msg("counts"),
         msg("score"),
+        msg("late"),
         msg("left"),
         msg("next submission"),
     ]
@@ -303,19 +366,53 @@ def status(exercise, fmt, lang, insecure):
             [
                 [
                     r.exercise,
-                    show.when(r.deadlines.due),
-                    show.when(r.deadlines.closes),
+                    show.when(r.deadlines.due, zone),
+                    show.when(r.deadlines.closes, zone),
                     r.submissions,
                     r.counted,
                     show.score(r.score, r.max_score),
+                    counted_late(r, lang),
                     r.tokens_left,
-                    show.when(r.next_submission_at) if show.later(r.next_submission_at) else "-",
+                    show.when(r.next_submission_at, zone) if show.later(r.next_submission_at) else "-",
                 ]
                 for r in rows
             ],
         ),
         limit=REPORT_BYTES,
     )
+    now = datetime.now(UTC)
+    for r in rows:
+        if r.tokens_left == 0 and r.next_submission_at is not None and show.later(r.next_submission_at):
+            line = msg(
+                "{exercise}: no submission left now; the next is possible at {when} (in {wait})",
+                exercise=r.exercise,
+                when=show.when_here(r.next_submission_at, zone),
+                wait=show.wait_for(r.next_submission_at, now),
+            )
+            echo(show.say(line, lang), limit=REPORT_BYTES)
+    bank = me.late_days
+    if "left" in bank:
+        echo(
+            show.say(
+                msg(
+                    "late days left: {left} of {total} (spent only by grader submit --use-late-day)",
+                    left=bank["left"],
+                    total=bank.get("total", bank["left"]),
+                ),
+                lang,
+            )
+        )
+    moments = [m for r in rows for m in (r.deadlines.due, r.deadlines.closes)]
+    zone_lines(moments, me, lang)
+
+
+def counted_late(row, lang: str) -> str:
+    """Whether the submission that counts was late, and what it cost ("-": none counts yet)."""
+    if row.counted is None:
+        return "-"
+    if row.late is None or row.late.minutes <= 0:
+        return show.say(msg("on time"), lang)
+    return late_text(row.late, 0, lang)
 
 
 @click.command()
@@ -328,6 +425,7 @@ def history(exercise, fmt, lang, insecure):
     """Your submissions of EXERCISE, oldest first (* marks the one that counts)."""
     with connect(insecure, lang) as api:
         history = api.submissions(exercise)
+        me = api.me() if fmt != "json" else None
     if not history.complete:
         echo(
             show.say(
@@ -340,9 +438,10 @@ def history(exercise, fmt, lang, insecure):
             ),
             err=True,
         )
-    if fmt == "json":  # the server's JSON of each, as it came: one list, however many pages
+    if fmt == "json" or me is None:  # the server's JSON of each, as it came: one list, however many pages
         print_json(history.raw)
         return
+    zone = me.course.zone if me.course else None
     subs = history.items
     headers = [msg("submission"), msg("received"), msg("status"), msg("score"), msg("late"), msg("digest")]
     echo(
@@ -351,10 +450,10 @@ def history(exercise, fmt, lang, insecure):
             [
                 [
                     ("* " if s.counted else "  ") + str(s.id),
-                    show.when(s.received_at),
+                    show.when(s.received_at, zone),
                     show.say(status_text(s.status), lang),
                     show.score(s.score, s.max_score),
-                    late_text(s, lang),
+                    late_text(s.late, s.late_days_spent, lang),
                     s.digest[:12],
                 ]
                 for s in subs
@@ -362,23 +461,131 @@ def history(exercise, fmt, lang, insecure):
         ),
         limit=REPORT_BYTES,
     )
+    zone_lines([s.received_at for s in subs], me, lang)
 
 
-def late_text(sub, lang: str) -> str:
-    if sub.late is None or sub.late.minutes <= 0:
+def late_text(late, spent: int, lang: str) -> str:
+    """`1 d, -10%` (and the late days the submission spent), or "-" when it was on time."""
+    if late is None or late.minutes <= 0:
         return "-"
-    text = show.say(msg("{days} d, -{penalty:.0%}", days=sub.late.days, penalty=sub.late.penalty), lang)
-    if sub.late_days_spent:
-        text += " " + show.say(msg("({n} late days spent)", n=sub.late_days_spent), lang)
+    text = show.say(msg("{days} d, -{penalty:.0%}", days=late.days, penalty=late.penalty), lang)
+    if spent:
+        text += " " + show.say(msg("({n} late days spent)", n=spent), lang)
     return text
 
 
-# -- grader starter --server -------------------------------------------------------------------
+# -- grader report -----------------------------------------------------------------------------
 
 
-def server_starter(exercise: str, directory: Path, server: str, insecure: bool, lang: str) -> None:
-    """`grader starter EXERCISE DIRECTORY --server URL`: the starter as the server gives it to
-    you (a quiz: your own variant). Existing files are never overwritten."""
+@click.command()
+@click.argument("target", required=False, metavar="[EXERCISE|SUBMISSION]")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(REPORT_FORMATS),
+    default="text",
+    show_default=True,
+    help="The report's format.",
+)
+@lang_option
+@insecure_option
+@client_command
+def report(target, fmt, lang, insecure):
+    """The report of one of your submissions, as you may see it now: SUBMISSION (its id, as
+    grader submit and grader history show it), else the latest graded submission of EXERCISE (or
+    of any exercise). Exit 0 passed, 1 not passed, 3 not graded yet, 4 the server could not grade it."""
+    with connect(insecure, lang) as api:
+        zone = course_zone(api)
+        sub = report_of(api, target, lang)
+        echo(
+            show.say(
+                msg(
+                    "submission {id} of {exercise}, received {when}",
+                    id=sub.id,
+                    exercise=sub.exercise or "-",
+                    when=show.when_here(sub.received_at, zone) if sub.received_at else "-",
+                ),
+                lang,
+            ),
+            err=True,
+        )
+        print_report(api.report(sub.id, fmt, lang), fmt)
+    sys.exit(EXIT_PASS if sub.passed else EXIT_FAIL)
+
+
+def report_of(api, target: str | None, lang: str):
+    """The submission whose report `grader report TARGET` prints: the one with that id, or the
+    latest of an exercise (of any, without TARGET) that is graded; a newer one still waiting or
+    that the server could not grade is said on stderr."""
+    if target is not None and target.isascii() and target.isdigit():
+        sub = api.submission(int(target))
+        return finished(sub)
+    if target is not None:
+        api.exercise(target)  # an exercise the server does not have is said as such
+    subs = api.latest(target)
+    if not subs:
+        raise ClientError(
+            msg("no submission of {exercise} yet: grader submit {exercise} PATH", exercise=target)
+            if target
+            else msg("no submission yet: grader submit EXERCISE PATH")
+        )
+    graded = [s for s in subs if s.status == "graded"]
+    if not graded:
+        return finished(subs[0])
+    if subs[0].id != graded[0].id:
+        newer = subs[0]
+        echo(
+            show.say(
+                msg(
+                    "your latest submission {id} is {status}; this is the report of {shown}, "
+                    "your latest graded one",
+                    id=newer.id,
+                    status=status_text(newer.status),
+                    shown=graded[0].id,
+                ),
+                lang,
+            ),
+            err=True,
+        )
+    return graded[0]
+
+
+def finished(sub):
+    """`sub` if it is graded; else why it has no report: not yet (exit 3), or the server could
+    not grade it (exit 4, never the learner's fault)."""
+    if sub.status == "failed":
+        raise ServerFailure(
+            msg("the server could not grade submission {id}; it does not count against you", id=sub.id)
+        )
+    if sub.status != "graded":
+        raise Refused(
+            msg(
+                "submission {id} is {status}: it has no report until it is graded; "
+                "see it then with grader report {id}",
+                id=sub.id,
+                status=status_text(sub.status),
+            ),
+            code="not-graded",
+        )
+    return sub
+
+
+# -- grader starter, from the course's server -----------------------------------------------------
+
+
+def logged_in(lang: str = "en") -> bool:
+    """Whether a server and a token for it are known (the login file, GRADER_SERVER/GRADER_TOKEN):
+    `grader starter` then fetches the course's starter rather than the public sample's."""
+    from grader.client.config import read_login
+
+    login = read_login()
+    return login.server is not None and login.token is not None
+
+
+def server_starter(exercise: str, directory: Path, server: str | None, insecure: bool, lang: str) -> None:
+    """`grader starter EXERCISE DIRECTORY` once logged in (or with --server URL): the starter as
+    the course's server gives it to you (a quiz: your own variant). Existing files are never
+    overwritten."""
     from grader.client.packing import unpack_starter
 
     with connect(insecure, lang, server=server) as api:
@@ -396,4 +603,4 @@ def server_starter(exercise: str, directory: Path, server: str, insecure: bool, 
     directory.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         (directory / name).write_bytes(data)
-        echo(f"wrote {directory / name}")
+        echo(show.say(msg("wrote {path}", path=str(directory / name)), lang))

@@ -26,7 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from grader import __version__
 from grader.client.config import check_token, check_token_url, normalize_server
-from grader.client.errors import ClientError, ServerFailure, from_answer
+from grader.client.errors import ClientError, ServerFailure, from_answer, token_refused
 from grader.client.models import ExerciseInfo, ExerciseStatus, Me, Submission, SubmissionPage
 from grader.limits import (
     CLIENT_JSON_CONTAINERS,
@@ -166,6 +166,8 @@ class Api:
                     tries=1 + self.retries,
                 )
             )
+        if reply.status == 401:
+            raise token_refused(self.server)
         if not 200 <= reply.status < 300:
             raise from_answer(reply.status, reply.body, reply.headers)
         return reply
@@ -268,6 +270,20 @@ class Api:
                 return history
         history.complete = False
         return history
+
+    def latest(self, exercise: str | None = None, most: int = SUBMISSIONS_PAGE_MAX) -> list[Submission]:
+        """Your latest submissions (of `exercise`), newest first: one page asked for newest first.
+        A server that lists oldest first whatever it is asked is read whole (`submissions`)."""
+        params: dict[str, str | int] = {"order": "newest", "limit": most}
+        if exercise:
+            params["exercise"] = exercise
+        data = self.request("GET", "/submissions", params=params).json()
+        page = self._valid(SubmissionPage | list[Submission], data, "/submissions")
+        items, more = (page, False) if isinstance(page, list) else (page.items, page.next is not None)
+        ids = [s.id for s in items]
+        if more and ids != sorted(ids, reverse=True):  # not newest first: the newest may be further on
+            items = self.submissions(exercise).items
+        return sorted(items, key=lambda s: s.id, reverse=True)
 
     def report(self, upload_id: int, fmt: str, lang: str) -> str:
         reply = self.request(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from grader.errors import EXIT_REFUSED, EXIT_SERVER, GraderError, UsageError
 from grader.limits import SHORT_CHARS
@@ -23,10 +23,14 @@ MAX_RETRY_DAYS = 366  # a Retry-After further away than this is a broken header,
 class _Answered:
     """What the server said with a refusal: its error code, the field it names, when to retry."""
 
-    def __init__(self, message, *, code: str | None = None, field: str | None = None, retry_at=None):
+    def __init__(
+        self, message, *, code: str | None = None, field: str | None = None, retry_at=None, hint=None
+    ):
         super().__init__(message)  # type: ignore[call-arg]  # Exception's, after the mixin
         self.message, self.code, self.field = message, code, field
         self.retry_at: datetime | None = retry_at
+        self.hint = hint  # what to do about it, shown under the error (a Message)
+        self.zone: tzinfo | None = None  # the course's time zone, for `retry_at` (the CLI sets it)
 
 
 class ClientError(_Answered, UsageError):
@@ -68,6 +72,21 @@ def from_answer(status: int, body: bytes, headers, now: datetime | None = None) 
     else:
         cls = ClientError
     return cls(message, code=code, field=field, retry_at=retry_at)  # type: ignore[return-value]
+
+
+def token_refused(server: str) -> ClientError:
+    """A 401: the token was not accepted. Said as such, naming the server, and not as "log in
+    again" (the learner may have just done so): it is mistyped, revoked, or another course's."""
+    return ClientError(
+        msg(
+            "{server} did not accept the token: it is mistyped, revoked, or another course's",
+            server=server,
+        ),
+        code="unauthorized",
+        hint=msg(
+            "ask your instructor for your token, then run: grader login --server {server}", server=server
+        ),
+    )
 
 
 def retry_after(value: str | None, now: datetime) -> datetime | None:

@@ -8,22 +8,19 @@ by display width (a CJK character takes two columns).
 from __future__ import annotations
 
 import unicodedata
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
+from grader import clock
 from grader.limits import SHORT_CHARS
 from grader.locale import Message, msg
 from grader.text import terminal
 
 
 def say(message, lang: str) -> str:
-    """A Message in `lang`. The zh-TW catalog is read with Babel, which only the grading install
-    has: without it the client speaks English rather than fail."""
+    """A Message in `lang` (the student's wheel reads its own compiled catalog, grader.locale)."""
     if not isinstance(message, Message):
         return str(message)
-    try:
-        return message.render(lang)
-    except ImportError:
-        return str.__str__(message)
+    return message.render(lang)
 
 
 def cell(value) -> str:
@@ -50,12 +47,36 @@ def table(headers: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
-def when(moment: datetime | None) -> str:
-    """A server time in this machine's time zone, to the minute: `2026-11-08 23:59 +0800`."""
+def local_zone() -> tzinfo | None:
+    return datetime.now().astimezone().tzinfo  # this machine's (TZ, else /etc/localtime)
+
+
+def when(moment: datetime | None, zone: tzinfo | None = None) -> str:
+    """A server time in the course's `zone` (None: this machine's), to the minute, with the
+    offset: `2026-11-08 23:59 +08:00` (grader.clock.shown)."""
     if moment is None:
         return "-"
-    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M %z")
+    return clock.shown(moment, zone or local_zone())
+
+
+def when_here(moment: datetime, zone: tzinfo | None = None):
+    """`when`, and this machine's clock after it where it differs: `2026-11-08 23:59 +08:00
+    (16:59 +01:00 here)` (a Message then)."""
+    course = when(moment, zone)
+    local = clock.here(moment, zone) if zone is not None else None
+    return course if local is None else msg("{time} ({local} here)", time=course, local=local)
+
+
+def zone_note(moments, zone: tzinfo | None, name: str):
+    """Under a table of times: which zone they are in, and this machine's offset where some of
+    them differ from it (None: nothing to say, the course's clock is this machine's)."""
+    if zone is None:
+        return None
+    differs = [m for m in moments if m is not None and clock.here(m, zone) is not None]
+    if not differs:
+        return None
+    local = clock.offset(clock.aware(differs[0]).astimezone())
+    return msg("times are the course's ({zone}); this machine's clock is {offset}", zone=name, offset=local)
 
 
 def wait_for(moment: datetime, now: datetime):

@@ -86,6 +86,34 @@ def python_files() -> list[Path]:
     return sorted(files)
 
 
+def client_files() -> list[Path]:
+    """The Python files of the student's wheel: client/pyproject.toml's `files` (a folder: its
+    .py files), the one list of what the client ships."""
+    import tomllib
+
+    with open(ROOT / "client" / "pyproject.toml", "rb") as f:
+        listed = tomllib.load(f)["tool"]["hatch"]["build"]["hooks"]["custom"]["files"]
+    files: set[Path] = set()
+    for name in listed:
+        path = ROOT / name
+        if path.is_dir():
+            files.update(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
+        elif path.suffix == ".py":
+            files.add(path)
+    return sorted(files)
+
+
+def client_msgids() -> list[str]:
+    """Every msgid the client's own modules use: what its compiled catalog (client.mo) holds."""
+    found: dict[str, None] = {}
+    for path in client_files():
+        with open(path, "rb") as f:
+            for _, _, text, _ in extract_messages(f, KEYWORDS, [], {}):
+                if text:
+                    found.setdefault(text)
+    return list(found)
+
+
 def template_files() -> list[Path]:
     return sorted({p for pattern in TEMPLATE_SOURCES for p in ROOT.glob(pattern)})
 
