@@ -1,6 +1,7 @@
 """Where the client finds its server and token, and which servers a token may be sent to.
 
-`grader login` keeps `{"server", "token"}` in `login.json` under click.get_app_dir (on Linux
+`grader login` keeps `{"server", "token"}` (and the learner's `lang`, when they chose one: the
+notebook's `notebook.login(..., lang=)`) in `login.json` under click.get_app_dir (on Linux
 ~/.config/gpt-bughunt-grader/): the folder 0700, the file 0600, written whole or not at all (a
 temporary file renamed over it). An existing folder that group or others may write (where anyone
 could swap the file for their own server's) is made 0700 when it is the learner's, else refused.
@@ -20,7 +21,7 @@ from urllib.parse import urlsplit
 
 from grader.client.errors import ClientError
 from grader.limits import SHORT_CHARS
-from grader.locale import msg
+from grader.locale import msg, normalize_lang
 
 APP_NAME = "gpt-bughunt-grader"
 LOGIN_FILE = "login.json"
@@ -32,6 +33,7 @@ MAX_TOKEN_CHARS = 1024  # far above any token the server issues (TOKEN_BYTES, ba
 class Login:
     server: str | None
     token: str | None
+    lang: str | None = None  # the reports' language the learner chose at login, if any
 
 
 def login_path() -> Path:
@@ -117,7 +119,8 @@ def read_login(path: Path | None = None, environ=None, server: str | None = None
         token = saved["token"]
     else:
         token = None
-    return Login(server=server, token=token)
+    lang = saved.get("lang") if isinstance(saved.get("lang"), str) else None
+    return Login(server=server, token=token, lang=normalize_lang(lang) if lang else None)
 
 
 def _read_file(path: Path) -> dict | None:
@@ -166,9 +169,10 @@ def private_folder(folder: Path) -> None:
         ) from None
 
 
-def save_login(server: str, token: str, path: Path | None = None) -> Path:
-    """Keep the login: the folder made 0700, the file 0600 from its first byte (O_EXCL on a
-    temporary name, then renamed over the old one, so a reader never sees half a file)."""
+def save_login(server: str, token: str, path: Path | None = None, lang: str | None = None) -> Path:
+    """Keep the login (and `lang`, the reports' language, when given): the folder made 0700, the
+    file 0600 from its first byte (O_EXCL on a temporary name, then renamed over the old one, so a
+    reader never sees half a file)."""
     path = path or login_path()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     private_folder(path.parent)
@@ -177,7 +181,7 @@ def save_login(server: str, token: str, path: Path | None = None) -> Path:
         tmp.unlink(missing_ok=True)  # left by a process of this pid that died mid-write
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with open(fd, "w", encoding="utf-8") as f:
-            json.dump({"server": server, "token": token}, f)
+            json.dump({"server": server, "token": token, **({"lang": lang} if lang else {})}, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

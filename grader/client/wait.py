@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from grader.client.models import Submission
 from grader.limits import LONG_POLL_SECONDS, WAIT_SECONDS
@@ -24,6 +24,17 @@ from grader.limits import LONG_POLL_SECONDS, WAIT_SECONDS
 POLL_FIRST, POLL_GROWTH, POLL_CEILING = 0.25, 1.5, 3.0
 SPIN_SECONDS = 0.2  # the spinner's frame
 FRAMES = "|/-\\"
+
+
+class Progress(Protocol):
+    """What shows the waiting: the terminal's Spinner, or a notebook's bar (grader.client.notebook).
+    `live`: show() is called while a poll runs (in a thread), so it moves."""
+
+    live: bool
+
+    def show(self, text: str) -> None: ...
+
+    def clear(self) -> None: ...
 
 
 class Spinner:
@@ -53,7 +64,7 @@ def wait_until_finished(
     first: Submission,
     *,
     seconds: float = WAIT_SECONDS,
-    spinner: Spinner | None = None,
+    spinner: Progress | None = None,
     label: Callable[[Submission, float], str] = lambda s, elapsed: f"{s.status} {elapsed:.0f} s",
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
@@ -84,7 +95,7 @@ def wait_until_finished(
     return sub
 
 
-def spinning(call: Callable[[], Submission], spinner: Spinner, text: Callable[[], str]) -> Submission:
+def spinning(call: Callable[[], Submission], spinner: Progress, text: Callable[[], str]) -> Submission:
     """call(), turning the spinner while it runs (in a thread, only for a live spinner)."""
     if not spinner.live:
         return call()
