@@ -15,7 +15,7 @@ import functools
 import json
 import sys
 import uuid
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -23,6 +23,7 @@ import click
 from grader.cli.common import EXIT_FAIL, EXIT_PASS, echo, lang_option
 from grader.client import show
 from grader.client.errors import ClientError, Refused, ServerFailure
+from grader.client.show import course_zone, hints, status_text
 from grader.errors import GraderError
 from grader.limits import LEARNER_FILE_BYTES, REPORT_BYTES, WAIT_SECONDS
 from grader.locale import msg
@@ -56,26 +57,6 @@ def client_command(f):
             sys.exit(exc.exit_code)
 
     return run
-
-
-def hints(exc: GraderError) -> list:
-    code = getattr(exc, "code", None)
-    out = []
-    retry_at = getattr(exc, "retry_at", None)
-    if isinstance(exc, Refused | ServerFailure) and retry_at is not None:
-        now = datetime.now(UTC)
-        out.append(
-            msg(
-                "the next submission is possible at {when} (in {wait})",
-                when=show.when_here(retry_at, getattr(exc, "zone", None)),
-                wait=show.wait_for(retry_at, now),
-            )
-        )
-    elif isinstance(exc, Refused) and code == "closed":
-        out.append(msg("this exercise no longer takes submissions"))
-    if getattr(exc, "hint", None) is not None:
-        out.append(exc.hint)  # type: ignore[attr-defined]
-    return out
 
 
 def connect(insecure: bool, lang: str = "en", server: str | None = None, api_class=None):
@@ -248,21 +229,10 @@ def submit(exercise, path: Path, wait, fmt, lang, use_late_day, dry_run, insecur
 
 
 def show_packed(packed, lang: str, err: bool = True) -> None:
-    """What `grader submit` would send: each file, its size and the notebook cells it comes
-    from, the notes of what a notebook left out, the warnings, the digest. Then, when the files
-    would fail at once (packing.Packed.problems), each problem, and ClientError (exit 2): nothing
-    is sent."""
-    for name in sorted(packed.files):
-        origin = packed.origins.get(name)
-        line = f"  {name}  {len(packed.files[name]):,} bytes"
-        echo(line + (f"  {show.say(origin, lang)}" if origin else ""), err=err)
-    for note in packed.notes:
-        echo(show.say(msg("note: {note}", note=note), lang), err=err)
-    for warning in packed.warnings:
-        echo(show.say(msg("warning: {warning}", warning=warning), lang), err=err)
-    echo(show.say(msg("digest (SHA-256): {digest}", digest=packed.digest), lang), err=err)
-    for problem in packed.problems:
-        echo(show.say(msg("problem: {problem}", problem=problem), lang), err=err)
+    """What `grader submit` would send (show.packed_lines); when the files would fail at once,
+    ClientError (exit 2): nothing is sent."""
+    for line in show.packed_lines(packed, lang):
+        echo(line, err=err)
     if packed.problems:
         raise ClientError(
             msg(
@@ -279,18 +249,6 @@ def print_report(text: str, fmt: str) -> None:
         echo(text.rstrip("\n"), limit=REPORT_BYTES)
     else:
         click.echo(text, nl=False)
-
-
-STATUSES = {
-    "queued": msg("queued"),
-    "grading": msg("grading"),
-    "graded": msg("graded"),
-    "failed": msg("could not be graded"),  # the server's failure; "failed" reads as "did not pass"
-}
-
-
-def status_text(status: str):
-    return STATUSES.get(status, status)
 
 
 # -- grader status, grader history -------------------------------------------------------------
@@ -313,16 +271,6 @@ def print_json(data) -> None:
         echo(text, limit=REPORT_BYTES)
     else:
         click.echo(text)
-
-
-def course_zone(api) -> tzinfo | None:
-    """The course's time zone, as the server names it (None: it names none, or cannot be asked now:
-    the times are then shown on this machine's clock). Never the reason a command fails."""
-    try:
-        me = api.me()
-    except GraderError:
-        return None
-    return me.course.zone if me.course else None
 
 
 def zone_lines(moments, me, lang: str) -> None:

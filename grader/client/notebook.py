@@ -233,9 +233,7 @@ def failed(exc: GraderError, lang: str, server: str | None) -> None:
 def hints(exc: GraderError, server: str | None) -> list:
     """What to do, as `grader` says it (grader.cli.client.hints: when the next submission is
     possible, a closed exercise), but for a refused token the notebook's own way to give another."""
-    from grader.cli.client import hints as cli_hints
-
-    said = cli_hints(exc)
+    said = show.hints(exc)
     if getattr(exc, "code", None) == "unauthorized":
         said = [h for h in said if h is not getattr(exc, "hint", None)]
         said.append(msg('paste your token again: notebook.login("{server}")', server=server or "-"))
@@ -374,25 +372,24 @@ def _submit(
     use_late_day: bool,
     insecure: bool,
 ) -> None:
-    from grader.cli.client import course_zone, show_packed, status_text
     from grader.client.api import Api
 
     with Api(server, token, insecure=insecure, lang=lang) as api:
         info = api.exercise(exercise)
         prepared = prepare(info, cells, token)
-        try:
-            show_packed(prepared, lang, err=False)  # as grader submit shows what it sends
-        except ClientError:  # a problem that would fail the grade at once: said above it
+        for line in show.packed_lines(prepared, lang):  # as grader submit shows what it sends
+            out(line, lang)
+        if prepared.problems:  # a problem that would fail the grade at once: said above
             raise ClientError(
                 msg(
                     "nothing was sent, and no submission spent: fix what is said above, run the cell "
                     "again, then submit again"
                 )
-            ) from None
+            )
         try:
             sub = api.submit(exercise, prepared.archive, str(uuid.uuid4()), use_late_day=use_late_day)
         except (Refused, ServerFailure) as exc:
-            exc.zone = course_zone(api)  # the hint's time, on the course's clock
+            exc.zone = show.course_zone(api)  # the hint's time, on the course's clock
             raise
         if sub.repeat:
             out(
@@ -411,7 +408,7 @@ def _submit(
                 msg(
                     "submission {id}: {status}. Its report, once graded: grader report {id}",
                     id=sub.id,
-                    status=status_text(sub.status),
+                    status=show.status_text(sub.status),
                 ),
                 lang,
             )
@@ -427,7 +424,7 @@ def _submit(
                     "submission {id} is still {status} after {seconds:g} s; it will be graded: "
                     "its report then: grader report {id}",
                     id=sub.id,
-                    status=status_text(sub.status),
+                    status=show.status_text(sub.status),
                     seconds=WAIT_SECONDS,
                 )
             )
@@ -479,14 +476,13 @@ class Bar:
 def waited(api: Api, sub: Submission, lang: str) -> Submission:
     """The submission once graded (or failed), the bar moving meanwhile. An interrupt (the
     notebook's stop button) stops the waiting, not the grading: said as such."""
-    from grader.cli.client import status_text
     from grader.client.wait import wait_until_finished
 
     out(msg("submission {id}: waiting for the grade", id=sub.id), lang)
     bar = Bar(lang)
 
     def label(s: Submission, elapsed: float) -> str:
-        text = show.say(status_text(s.status), lang)
+        text = show.say(show.status_text(s.status), lang)
         bar.step(s.status, text)
         return text
 
@@ -495,14 +491,14 @@ def waited(api: Api, sub: Submission, lang: str) -> Submission:
             lambda seconds: api.submission(sub.id, wait=seconds), sub, spinner=bar, label=label
         )
     except KeyboardInterrupt:
-        bar.done(sub.status, show.say(status_text(sub.status), lang))
+        bar.done(sub.status, show.say(show.status_text(sub.status), lang))
         raise ClientError(
             msg(
                 "stopped waiting; submission {id} is still graded: its report then: grader report {id}",
                 id=sub.id,
             )
         ) from None
-    bar.done(sub.status, show.say(status_text(sub.status), lang))
+    bar.done(sub.status, show.say(show.status_text(sub.status), lang))
     return sub
 
 

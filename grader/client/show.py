@@ -11,6 +11,8 @@ import unicodedata
 from datetime import UTC, datetime, tzinfo
 
 from grader import clock
+from grader.client.errors import Refused, ServerFailure
+from grader.errors import GraderError
 from grader.limits import SHORT_CHARS
 from grader.locale import Message, msg
 from grader.text import terminal
@@ -104,3 +106,62 @@ def score(value: float | None, max_value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:g}/{max_value:g}" if max_value is not None else f"{value:g}"
+
+
+# -- shared by the commands and the notebook ------------------------------------------------
+STATUSES = {
+    "queued": msg("queued"),
+    "grading": msg("grading"),
+    "graded": msg("graded"),
+    "failed": msg("could not be graded"),  # the server's failure; "failed" reads as "did not pass"
+}
+
+
+def status_text(status: str):
+    return STATUSES.get(status, status)
+
+
+def hints(exc: GraderError) -> list:
+    code = getattr(exc, "code", None)
+    out = []
+    retry_at = getattr(exc, "retry_at", None)
+    if isinstance(exc, Refused | ServerFailure) and retry_at is not None:
+        now = datetime.now(UTC)
+        out.append(
+            msg(
+                "the next submission is possible at {when} (in {wait})",
+                when=when_here(retry_at, getattr(exc, "zone", None)),
+                wait=wait_for(retry_at, now),
+            )
+        )
+    elif isinstance(exc, Refused) and code == "closed":
+        out.append(msg("this exercise no longer takes submissions"))
+    if getattr(exc, "hint", None) is not None:
+        out.append(exc.hint)  # type: ignore[attr-defined]
+    return out
+
+
+def course_zone(api) -> tzinfo | None:
+    """The course's time zone, as the server names it (None: it names none, or cannot be asked now:
+    the times are then shown on this machine's clock). Never the reason a command fails."""
+    try:
+        me = api.me()
+    except GraderError:
+        return None
+    return me.course.zone if me.course else None
+
+
+def packed_lines(packed, lang: str) -> list[str]:
+    """What a submission would send, a line each: each file, its size and the notebook cells it
+    comes from, the notes of what a notebook left out, the warnings, the digest, and each problem
+    that would fail it at once (packing.Packed)."""
+    lines = []
+    for name in sorted(packed.files):
+        origin = packed.origins.get(name)
+        line = f"  {name}  {len(packed.files[name]):,} bytes"
+        lines.append(line + (f"  {say(origin, lang)}" if origin else ""))
+    lines += [say(msg("note: {note}", note=note), lang) for note in packed.notes]
+    lines += [say(msg("warning: {warning}", warning=warning), lang) for warning in packed.warnings]
+    lines.append(say(msg("digest (SHA-256): {digest}", digest=packed.digest), lang))
+    lines += [say(msg("problem: {problem}", problem=problem), lang) for problem in packed.problems]
+    return lines
