@@ -201,7 +201,7 @@ class Namer:
             found = self._tell_apart(found, failed)
         if not found.sets:
             return self._localized(ran, differs, searched=found.complete)
-        return self._diagnoses(found, failed, solution)
+        return self._diagnoses(found, ran, solution)
 
     def _stabilized(self, recorded: Recorded) -> list[Outcome] | None:
         """The solution's answers to a check's requests, the requests whose answer changes with
@@ -422,7 +422,8 @@ class Namer:
     # -- what the report says ---------------------------------------------------------------------
     def _diagnoses(self, found: Explanation, failed: Sequence[Recorded], solution) -> list[Diagnosis]:
         def first_check(m) -> str:
-            """The first failed check whose requests this bug, alone, answers otherwise."""
+            """The first failed check (in the order they ran) whose requests this bug, alone,
+            answers otherwise."""
             single = self._suspect((m,))
             for r in failed:
                 outcomes = self._replay(r, single) if single is not None else None
