@@ -62,7 +62,21 @@ class _Failed(Exception):
     and shrinks it; the learner's CheckFailure is kept aside, with its case."""
 
 
+@functools.cache
+def _hypothesis_home() -> None:
+    """Where hypothesis keeps its files (the example database is off, but it caches each local
+    module's constants under `constants/`): the grader's cache folder (GRADER_CACHE_DIR, else
+    ~/.cache/gpt-bughunt-grader: grader.doctor), never `.hypothesis/` in the folder the grader
+    was run from. Writing there failing is no error to hypothesis: it only computes again."""
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    from grader.doctor import _cache_dir
+
+    set_hypothesis_home_dir(_cache_dir() / "hypothesis")
+
+
 def _settings(examples: int) -> settings:
+    _hypothesis_home()
     return settings(
         max_examples=examples,
         derandomize=False,  # seeded below: derandomize would hash the source of `run` on every call

@@ -66,7 +66,7 @@ For every exercise:
     CENTRAL_DIRECTORY_BYTES       32 MiB    an archive's central directory, before it is parsed
     LEARNER_FOLDER_FILES          5,000     files walked in one learner's folder
     LEARNER_ID_CHARS              200       a learner id, after canonicalising
-    WRONG_EXERCISE_SHARE          1/2       a batch warns "wrong exercise?" when more than
+    WRONG_EXERCISE_SHARE          1/2       a batch refuses "wrong exercise?" when more than
     WRONG_EXERCISE_LEARNERS       2         this share of the learners, and at least this
                                             many, hold none of the exercise's files by name
     METADATA_BYTES                16 MiB    Gradescope's submission_metadata.yml
@@ -249,8 +249,8 @@ LEARNER_FOLDER_FILES = 5_000  # one learner's folder: more fails that learner, a
 LEARNER_ID_CHARS = 200  # a learner id (an alias bomb made a 5 MB one); longer ends in a hash.
 # The gradebook's learners.key column is this long (PostgreSQL refused a 256-character id).
 # a batch whose learners mostly hand in none of the exercise's files by name was likely started
-# with the wrong exercise (grader.sources.wrong_exercise): more than this share of the learners
-# who handed in files, and at least this many (one odd learner in a class of one is no pattern)
+# with the wrong exercise (grader.sources.wrong_exercise; refused unless --force): more than this
+# share of the learners who handed in files, and at least this many (one odd learner is no pattern)
 WRONG_EXERCISE_SHARE = 0.5
 WRONG_EXERCISE_LEARNERS = 2
 METADATA_NODES = 500_000  # YAML nodes in submission_metadata.yml: ~200 per submission of a big class

@@ -11,8 +11,12 @@
 - **Moodle** ("Download all submissions"): folders `{Full Name}_{participant id}_assignsubmission_file_`
   (or flat files with that prefix, when "download submissions in folders" is off); onlinetext
   folders are ignored; an empty file-submission folder is a learner who submitted no file (their
-  problem: submission.no_files_submitted). Learner id: the participant id. Incoming.submitted_at is
-  the newest time of the learner's files (newest_file_time: approximate, see member_time).
+  problem: submission.no_files_submitted). Learner id: the participant id, read from the end of a
+  folder's name only (a display name is the learner's choice: `Mallory_222_assignsubmission_file_`
+  is a name, not participant 222); a flat file naming two participants is skipped, and two entries
+  naming one participant under different names are both reported, neither graded as it.
+  Incoming.submitted_at is the newest time of the learner's files (newest_file_time:
+  approximate, see member_time).
 - **Gradescope** ("Export Submissions"): `submission_metadata.yml` and one `submission_{id}` folder
   per submission; each submitter (`:sid:`, else `:email:`, else `:name:`) of a group submission gets
   the group's files. Learner id: the student id (sid).
@@ -34,6 +38,9 @@ At every level (a learner's own folder and zip too), IGNORED names and every nam
 A zip member's name without the UTF-8 flag is decoded as its archiver meant it (member_name:
 UTF-8 from macOS and Linux, the Unicode Path field, else the Windows code page, Big5 included).
 A learner whose folder holds no file at all gets the problem "no files were submitted".
+
+class_verdict says when SOURCE is likely the wrong input: one learner's own folder, a folder of no
+learner's files (`/etc/ssl`), or another exercise's class; `grader batch` refuses it unless --force.
 """
 
 from __future__ import annotations
@@ -93,6 +100,11 @@ CANVAS = re.compile(r"^(?P<name>[^_]*?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sid>\d+
 MOODLE = re.compile(
     r"^(?P<name>.+?)_(?P<pid>\d+)_assign(?:submission|feedback)_(?P<plugin>[a-z]+)_(?P<rest>.*)$"
 )
+# A Moodle submission folder's name: the participant id is the one right before the plugin at its
+# end, never one earlier in it (a display name is the learner's choice, and can be
+# `Mallory_222_assignsubmission_file_`); a flat file's name holds that prefix once (MOODLE_MARK)
+MOODLE_FOLDER = re.compile(r"^(?P<name>.+)_(?P<pid>\d+)_assign(?:submission|feedback)_(?P<plugin>[a-z]+)_$")
+MOODLE_MARK = re.compile(r"_\d+_assign(?:submission|feedback)_[a-z]+_")
 GRADESCOPE_META = "submission_metadata.yml"
 REUPLOAD = re.compile(r"^(?P<stem>.+)-\d+(?P<suffix>\.[^.]+)?$")
 LEARNER_PROBLEM = "\x00learner-problem"  # a key no canonical name can be (a NUL is escaped)
@@ -198,6 +210,9 @@ class Found:
     layout: str
     incoming: list[Incoming]
     notes: list[Skipped] = field(default_factory=list)  # every entry that was skipped, and why
+    # files at SOURCE's top named like an exercise file (folder layout): one learner's own
+    # folder given as SOURCE, not a class (not_a_class)
+    loose: list[str] = field(default_factory=list)
 
     @property
     def skipped_learners(self) -> list[Skipped]:
@@ -991,17 +1006,37 @@ def read_notebook(data: bytes, name: str, exercise: Exercise) -> Matched:
     return match_files(exercise, {key: entry}, as_named=True)
 
 
+def holds_exercise_files(inc: Incoming, exercise: Exercise) -> bool:
+    """Whether a learner handed in files of `exercise`: one named like an exercise file (case
+    aside), one assembled from their notebook, or the file named after the learner in a class
+    with a file per learner (`alice.py`: its name is the learner's, not the exercise's)."""
+    if {f.lower() for f in exercise.files} & inc.names:
+        return True
+    for name in exercise.files:
+        where = inc.found.get(name)
+        if where and (is_notebook(PurePosixPath(where).name) or where == f"{inc.learner}{Path(name).suffix}"):
+            return True
+    return False
+
+
 def wrong_exercise(found: Found, exercise: Exercise, others=()) -> Message | None:
-    """A warning when this class looks like another exercise's: more than WRONG_EXERCISE_SHARE of
+    """Why this class looks like another exercise's, or None: more than WRONG_EXERCISE_SHARE of
     the learners who handed in files (no problem found in reading them), and at least
-    WRONG_EXERCISE_LEARNERS, hold none of `exercise`'s files by name (case aside). It names the
+    WRONG_EXERCISE_LEARNERS, hold none of `exercise`'s files (holds_exercise_files). It names the
     exercise, how many, the files it expected and, when some of those learners hold files of one
-    of `others` (grader.exercises.all_exercises) by name, the one most of them match. A hint:
-    the batch still grades. None when the class looks right."""
+    of `others` (grader.exercises.all_exercises) by name, the one most of them match. A batch
+    refuses such a class (class_verdict) unless told to grade it all the same."""
     handed_in = [i for i in found.incoming if i.problem is None and i.names]
-    lacking = [i for i in handed_in if not {f.lower() for f in exercise.files} & i.names]
+    lacking = [i for i in handed_in if not holds_exercise_files(i, exercise)]
     if len(lacking) < WRONG_EXERCISE_LEARNERS or len(lacking) <= WRONG_EXERCISE_SHARE * len(handed_in):
         return None
+    return _wrong(lacking, handed_in, exercise, others)[0]
+
+
+def _wrong(
+    lacking: list[Incoming], handed_in: list[Incoming], exercise: Exercise, others
+) -> tuple[Message, bool]:
+    """wrong_exercise's message, and whether it names the exercise the files belong to."""
     scores = []
     for other in others:
         if other.id == exercise.id:
@@ -1019,15 +1054,54 @@ def wrong_exercise(found: Found, exercise: Exercise, others=()) -> Message | Non
         files=", ".join(exercise.files),
     )
     if not scores:
-        return warning
+        return warning, False
     holders, other_id, other_files = max(scores, key=lambda s: (s[0], len(s[2]), s[1]))
-    return msg(
+    named = msg(
         "{warning}; {holders} of them hold files of {other} ({files})",
         warning=warning,
         holders=holders,
         other=other_id,
         files=", ".join(other_files),
     )
+    return named, True
+
+
+def not_a_class(found: Found, exercise: Exercise, others=()) -> Message | None:
+    """Why SOURCE does not look like a class for `exercise`, or None: one learner's own folder
+    (an exercise file by name at its top: `grader batch EX class/s003` would make a learner
+    `data` of `data.py`), or no learner holding any of the exercise's files (holds_exercise_files;
+    `/etc/ssl` has learners `certs` and `private`; learners whose files could not be read, or who
+    handed in none, do not count). It says what was found: when those learners hold another of
+    `others`' files, that it is that exercise's class (wrong_exercise's message)."""
+    if found.loose:
+        return msg(
+            "SOURCE looks like one learner's submission, not a class: it holds {files} itself "
+            "(a class holds one folder, file or archive per learner); grade one learner with "
+            "`grader grade {exercise} FOLDER`",
+            files=", ".join(found.loose[:4]),
+            exercise=exercise.id,
+        )
+    handed_in = [i for i in found.incoming if i.problem is None and i.names]
+    if not handed_in or any(holds_exercise_files(i, exercise) for i in handed_in):
+        return None
+    wrong, named = _wrong(handed_in, handed_in, exercise, others)
+    if named:
+        return wrong
+    shown = [i.learner for i in found.incoming[:6]]
+    return msg(
+        "SOURCE does not look like a class of {exercise}: none of its {count} learners "
+        "({learners}) holds any of its files ({files})",
+        exercise=exercise.id,
+        count=len(found.incoming),
+        learners=", ".join(shown) + (", ..." if len(found.incoming) > len(shown) else ""),
+        files=", ".join(exercise.files),
+    )
+
+
+def class_verdict(found: Found, exercise: Exercise, others=()) -> Message | None:
+    """Why SOURCE, as found, is likely the wrong input, or None: no class at all (not_a_class),
+    else another exercise's class (wrong_exercise). `grader batch` refuses it unless --force."""
+    return not_a_class(found, exercise, others) or wrong_exercise(found, exercise, others)
 
 
 def _reupload_number(name: str) -> int:
@@ -1095,7 +1169,7 @@ def _read_source(source: Path, exercise: Exercise) -> Found:
         return founds[0]
     notes = [n for f in founds for n in f.notes]
     incoming = _merge_duplicates([i for f in founds for i in f.incoming], notes, learner_like=True)
-    return Found("+".join(f.layout for f in founds), incoming, notes)
+    return Found("+".join(f.layout for f in founds), incoming, notes, [n for f in founds for n in f.loose])
 
 
 def _is_zip(path: Path) -> bool:
@@ -1178,7 +1252,16 @@ def folder(tree: Tree, exercise: Exercise) -> Found:
         Incoming(learner=learner, files={}, problem=problem, layout="folder", origin=learner)
         for learner, problem in refused.items()
     ]
-    return Found("folder", sorted(incoming, key=lambda i: i.learner), sorted(notes, key=lambda n: n.entry))
+    wanted = {f.lower() for f in exercise.files}
+    loose = sorted(
+        str(p) for p, e in tree.items() if len(p.parts) == 1 and not e.is_dir and p.name.lower() in wanted
+    )
+    return Found(
+        "folder",
+        sorted(incoming, key=lambda i: i.learner),
+        sorted(notes, key=lambda n: n.entry),
+        loose=loose,
+    )
 
 
 def canvas(tree: Tree, exercise: Exercise) -> Found:
@@ -1217,55 +1300,95 @@ def canvas(tree: Tree, exercise: Exercise) -> Found:
 
 
 def moodle(tree: Tree, exercise: Exercise) -> Found:
+    """The Moodle layout. A folder's participant id is read from the end of its name only
+    (MOODLE_FOLDER); a flat file whose name holds more than one `_<id>_assignsubmission_..._`
+    cannot be told whose it is, and is skipped, saying so. Two entries naming one participant
+    under different display names are both reported, and that participant is not graded (a
+    problem naming both): neither is graded as the other."""
     groups: dict[str, Tree] = {}
-    names: dict[str, str] = {}
+    names: dict[str, set[str]] = {}
     origins: dict[str, list[str]] = {}
     notes = []
+    skipped: set[str] = set()
     for path, entry in sorted(tree.items()):
-        m = MOODLE.match(path.parts[0])
+        top = path.parts[0]
+        is_folder = len(path.parts) > 1 or entry.is_dir
+        m = MOODLE_FOLDER.match(top) if is_folder else MOODLE.match(top)
+        if m and not is_folder and len(MOODLE_MARK.findall(top)) > 1:
+            if top not in skipped:
+                skipped.add(top)
+                pids = ", ".join(dict.fromkeys(re.findall(r"_(\d+)_assign", top)))
+                notes.append(
+                    Skipped(
+                        top,
+                        msg(
+                            "names more than one Moodle participant ({ids}): whose file it is "
+                            "cannot be told (a display name may hold another's id)",
+                            ids=pids,
+                        ),
+                    )
+                )
+            continue
         if not m:
-            notes.append(Skipped(str(path), msg("not named like a Moodle submission")))
+            if top not in skipped:
+                skipped.add(top)
+                notes.append(Skipped(str(path), msg("not named like a Moodle submission")))
             continue
         if m["plugin"] != "file":  # onlinetext, comments, feedback: listed, not a learner's file
             if len(path.parts) == 1:
-                notes.append(
-                    Skipped(path.parts[0], msg("a Moodle {plugin} entry", plugin=m["plugin"]), False)
-                )
+                notes.append(Skipped(top, msg("a Moodle {plugin} entry", plugin=m["plugin"]), False))
             continue
         pid = m["pid"]
-        if len(path.parts) == 1:  # flat: prefix + file name
+        names.setdefault(pid, set()).add(m["name"])
+        origins.setdefault(pid, [])
+        if top not in origins[pid]:
+            origins[pid].append(top)
+        if len(path.parts) == 1:  # flat: prefix + file name, or an empty submission folder
+            if entry.is_dir:
+                groups.setdefault(pid, {})
+                continue
             if not m["rest"]:
-                if not entry.is_dir:
-                    notes.append(Skipped(path.parts[0], msg("a Moodle file entry without a file name")))
+                notes.append(Skipped(top, msg("a Moodle file entry without a file name")))
                 continue
             rel = PurePosixPath(m["rest"])
         else:
             rel = PurePosixPath(*path.parts[1:])
         groups.setdefault(pid, {})[rel] = entry
-        names[pid] = m["name"]
-        origins.setdefault(pid, [])
-        if path.parts[0] not in origins[pid]:
-            origins[pid].append(path.parts[0])
-    for path, entry in sorted(tree.items()):  # an empty file-submission folder: still a learner
-        m = MOODLE.match(path.parts[0])
-        if m and m["plugin"] == "file" and entry.is_dir and len(path.parts) == 1 and m["pid"] not in groups:
-            groups[m["pid"]], names[m["pid"]], origins[m["pid"]] = {}, m["name"], [path.parts[0]]
-    return Found(
-        "moodle",
-        [
-            _incoming(
-                exercise,
-                t,
-                pid,
-                layout="moodle",
-                name=names[pid],
-                origin=", ".join(origins[pid])[:2000],
-                submitted_at=newest_file_time(t),
+    incoming = []
+    for pid, t in sorted(groups.items()):
+        claimed = sorted(names[pid])
+        problem = None
+        if len(claimed) > 1:
+            problem = msg(
+                "{entries} all claim Moodle participant {pid}: which one is theirs cannot be told "
+                "(a display name may hold another's id), so none is graded as {pid}",
+                entries=", ".join(origins[pid][:4]),
+                pid=pid,
             )
-            for pid, t in sorted(groups.items())
-        ],
-        notes,
-    )
+            notes += [
+                Skipped(
+                    o,
+                    msg(
+                        "claims Moodle participant {pid}, as {others} does",
+                        pid=pid,
+                        others=", ".join(x for x in origins[pid] if x != o)[:500],
+                    ),
+                )
+                for o in origins[pid]
+            ]
+        inc = _incoming(
+            exercise,
+            {} if problem else t,
+            pid,
+            layout="moodle",
+            name=None if problem else claimed[0],
+            origin=", ".join(origins[pid])[:2000],
+            submitted_at=None if problem else newest_file_time(t),
+        )
+        if problem:
+            inc.problem, inc.files = problem, {}
+        incoming.append(inc)
+    return Found("moodle", incoming, notes)
 
 
 def newest_file_time(tree: Tree) -> datetime | None:

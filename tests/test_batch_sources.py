@@ -604,41 +604,68 @@ def test_dry_run_shows_the_class_without_grading_or_a_gradebook(tmp_path):
 
     src = moodle_class(tmp_path / "moodle")
     db = tmp_path / "never.db"
-    proc = grader("batch", "day49-data", src, "--dry-run", "--db", db, exercises=ROOT / "exercises")
+    proc = grader("batch", "day49-data", src, "--dry-run", "--db", db, exercises=ROOT / "exercises",
+                  check_rc=2)                              # the verdict a batch would stop with
     out = proc.stdout
     assert "(moodle layout); dry run: nothing graded" in out
     assert "  12345  Jane Doe  submitted " in out and "    data.py  6 bytes  (from week49/data.py)" in out
     assert "  777  Li Wei\n    problem: no files were submitted (this exercise needs data.py)" in out
-    assert ("WARNING: day49-data may be the wrong exercise: 2 of 3 learners handed in none of its files "
-            "(data.py); 2 of them hold files of day49-bughunt (bughunt.py, diagnosis.toml)") in out
+    wrong = ("day49-data may be the wrong exercise: 2 of 3 learners handed in none of its files "
+             "(data.py); 2 of them hold files of day49-bughunt (bughunt.py, diagnosis.toml)")
+    assert f"WARNING: {wrong}\n" in out
+    assert f"error: {wrong}; nothing was graded or written (pass --force" in proc.stderr
     assert not db.exists() and not list(tmp_path.glob("never.db*"))         # not opened, not created
     stray = "Dan Ng_42_assignsubmission_file_"          # a file, not a folder: no layout places it
     (src / stray).write_text("x")
     had_default = (ROOT / "gradebook.db").exists()
-    proc = grader("batch", "day49-data", src, "--dry-run", exercises=ROOT / "exercises", check_rc=1)
+    proc = grader("batch", "day49-data", src, "--dry-run", "--force", exercises=ROOT / "exercises",
+                  check_rc=1)
     assert f"skipped {stray}: a Moodle file entry without a file name" in proc.stdout
     assert "--allow-skipped" in proc.stderr
     assert (ROOT / "gradebook.db").exists() == had_default     # the default --db is not created either
-    grader("batch", "day49-data", src, "--dry-run", "--allow-skipped", exercises=ROOT / "exercises")
+    grader("batch", "day49-data", src, "--dry-run", "--allow-skipped", "--force",
+           exercises=ROOT / "exercises")
     proc = grader("batch", "day49-data", tmp_path / "nope", "--dry-run", exercises=ROOT / "exercises",
                   check_rc=2)
     assert "does not exist" in proc.stderr
 
 
-def test_a_batch_warns_of_the_wrong_exercise_and_records_the_empty_folder_as_no_submission(tmp_path):
+def test_a_batch_refuses_the_wrong_exercise_grades_it_with_force_and_records_the_empty_folder(tmp_path):
+    """Refused: exit 2, nothing written. With --force, graded from a fresh working folder that
+    is left holding --out only (hypothesis's files go under GRADER_CACHE_DIR, never `.hypothesis/`)."""
     import json
+    import subprocess
+    import sys
 
     from grader.store import Gradebook
     from grader.submission import is_no_submission
     from reports.gradebook import render_export_csv
-    from tests.test_batch import copy_exercise, grader
+    from tests.test_batch import ROOT, copy_exercise
 
     exercises = copy_exercise(tmp_path / "exercises")
     src = moodle_class(tmp_path / "moodle")
-    db, out = str(tmp_path / "class.db"), tmp_path / "out"
-    proc = grader("batch", "day49-data", src, "--db", db, "--out", out, "--workers", 1, exercises=exercises)
+    cwd, cache = tmp_path / "cwd", tmp_path / "cache"
+    cwd.mkdir()
+    db = str(tmp_path / "class.db")
+    env = {**os.environ, "GRADER_EXERCISES_DIR": str(exercises), "GRADER_CACHE_DIR": str(cache),
+           "PYTHONPATH": str(ROOT)}
+    env.pop("HYPOTHESIS_STORAGE_DIRECTORY", None)
+
+    def batch(*more):
+        return subprocess.run([sys.executable, "-m", "grader", "batch", "day49-data", str(src), "--db", db,
+                               "--out", "out", "--workers", "1", *more],
+                              capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
+
+    refused = batch()
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "day49-data may be the wrong exercise" in refused.stderr and "--force" in refused.stderr
+    assert not list(cwd.iterdir()) and not list(tmp_path.glob("class.db*"))   # nothing written
+    proc = batch("--force")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(p.name for p in cwd.iterdir()) == ["out"]                 # no .hypothesis/ left behind
+    out = cwd / "out"
     warning = "day49-data may be the wrong exercise: 2 of 3 learners handed in none of its files (data.py)"
-    assert f"WARNING: {warning}" in proc.stdout
+    assert f"WARNING: {warning}" in proc.stdout and "graded all the same (--force)" in proc.stdout
     assert "1 submitted no file (graded 0, no submission): 777" in proc.stdout
     report = json.loads((out / "batch.json").read_text())
     assert report["warnings"] == [warning] and report["no_submission"] == ["777"]
