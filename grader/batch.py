@@ -426,6 +426,7 @@ def grade_into(
             tally.max_score += outcome.grade.max_score
         if tally.first_s is None and outcome.worker != "batch":
             tally.first_s = time.monotonic() - started
+            bar.set_description_str(exercise.id, refresh=False)  # the workers are up
         bar.set_postfix(
             passed=tally.passed, failed=tally.graded - tally.passed, errors=tally.errors, refresh=False
         )
@@ -467,6 +468,9 @@ def grade_into(
                 for s in todo
             ]
             by_id = {s.id: s for s in todo}
+            # the first grade comes back only once the workers are up (seconds, for a local pool
+            # warming torch): the bar says so meanwhile, not a silent 0/N
+            bar.set_description_str(f"{exercise.id}: starting workers ({executor.describe()})", refresh=True)
             try:
                 for task, result in executor.run(tasks):
                     sub = by_id[task["submission_id"]]
@@ -583,14 +587,17 @@ def run_batch(
     progress: bool | None = None,
     echo: Callable[[str], None] = print,
     policy: CoursePolicy | None = None,
+    roster=None,
+    missing: str = "blank",
 ) -> Tally:
     """`grader batch`: read SOURCE, record it, grade what is new or changed, write the outputs
-    (the grades that count by `policy`, adjusted: Gradebook.current_grades)."""
+    (the grades that count by `policy`, adjusted: Gradebook.current_grades; with `roster`, its
+    learners without a submission too, scored by `missing`: grader.publish)."""
     from grader.store import redact
 
     exercise = load_exercise(exercise_id)
     version = exercise_version(exercise.id)
-    found, tally = read_class(exercise, source)
+    found, tally = read_class(exercise, source, force=force)
     gradebook = _open(db)
     try:
         version_id = gradebook.exercise_version(exercise.id, version, exercise.points, exercise.title.en)
@@ -603,7 +610,7 @@ def run_batch(
             f"({found.layout} layout); {len(pending)} to grade, {tally.skipped} unchanged since "
             f"graded{' (--force: regrading all)' if force else ''}; gradebook {redact(gradebook.url)}"
         )
-        _echo_notes(found, tally, echo)
+        _echo_notes(found, tally, echo, forced=force)
         problems = {
             i: inc.problem
             for i, inc in zip(ids, found.incoming, strict=True)
@@ -625,36 +632,37 @@ def run_batch(
             progress=progress,
             problems=problems,
         )
-        echo(summary(exercise, tally))
+        echo(summary(exercise, tally, final_numbers(gradebook, exercise, policy, roster, missing)))
         if tally.aborted:
             raise BatchError(f"the batch stopped: {tally.aborted}")
         if out is not None:
-            for line in write_outputs(Path(out), gradebook, exercise, tally, lang, policy=policy):
+            for line in write_outputs(
+                Path(out), gradebook, exercise, tally, lang, policy=policy, roster=roster, missing=missing
+            ):
                 echo(line)
         return tally
     finally:
         gradebook.close()
 
 
-def read_class(exercise: Exercise, source: Path):
+def read_class(exercise: Exercise, source: Path, *, force: bool = False, refuse: bool = True):
     """SOURCE read (grader.sources.read_source) and its Tally before grading: the learners, the
-    skipped entries, the learners unreadable as found or with no file at all, and the warning
-    that the class may be another exercise's (sources.wrong_exercise). BatchError when SOURCE
-    is unusable."""
-    from grader.exercises import all_exercises
-    from grader.sources import SourceError, read_source, wrong_exercise
+    skipped entries, the learners unreadable as found or with no file at all, and the verdict
+    that SOURCE is no class (sources.not_a_class) or another exercise's (sources.wrong_exercise).
+    That verdict is a BatchError (before the gradebook is opened or anything written) unless
+    `force` (then a warning) or not `refuse` (dry_run, which shows the class first: refusal).
+    BatchError when SOURCE is unusable."""
+    from grader.sources import SourceError, read_source
     from grader.submission import NO_FILES_SUBMITTED
 
     try:
         found = read_source(source, exercise)
     except SourceError as exc:
         raise BatchError(str(exc)) from None
-    try:
-        others = all_exercises()
-    except ExerciseFileError:  # another exercise's broken file: no better match is named
-        others = []
+    warning = class_verdict(found, exercise)
+    if warning is not None and refuse and not force:
+        raise BatchError(refusal(warning))
     empty = {id(i) for i in found.incoming if getattr(i.problem, "msgid", None) == NO_FILES_SUBMITTED}
-    warning = wrong_exercise(found, exercise, others)
     tally = Tally(
         learners=len({i.learner for i in found.incoming}),
         submissions=len(found.incoming),
@@ -670,7 +678,24 @@ def read_class(exercise: Exercise, source: Path):
     return found, tally
 
 
-def _echo_notes(found, tally: Tally, echo: Callable[[str], None]) -> None:
+def class_verdict(found, exercise: Exercise):
+    """sources.class_verdict, against every exercise known (the one the files belong to is named)."""
+    from grader import sources
+    from grader.exercises import all_exercises
+
+    try:
+        others = all_exercises()
+    except ExerciseFileError:  # another exercise's broken file: no better match is named
+        others = []
+    return sources.class_verdict(found, exercise, others)
+
+
+def refusal(warning) -> str:
+    """The error a batch stops with on class_verdict's warning: nothing graded or written."""
+    return f"{warning}; nothing was graded or written (pass --force to grade it all the same)"
+
+
+def _echo_notes(found, tally: Tally, echo: Callable[[str], None], forced: bool = False) -> None:
     """The skipped entries (a missing learner first, 20 at most) and the warnings about SOURCE."""
     notes = sorted(found.notes, key=lambda n: not n.learner_like)
     for note in notes[:20]:
@@ -678,11 +703,16 @@ def _echo_notes(found, tally: Tally, echo: Callable[[str], None]) -> None:
     if len(notes) > 20:
         echo(f"  note: ... and {len(notes) - 20} more skipped entries (all in batch.json under --out)")
     for warning in tally.warnings:
-        echo(f"WARNING: {warning}; a batch grades it all the same")
+        echo(f"WARNING: {warning}" + ("; graded all the same (--force)" if forced else ""))
 
 
 def dry_run(
-    exercise_id: str, source: Path, *, echo: Callable[[str], None] = print, zone: tzinfo | None = None
+    exercise_id: str,
+    source: Path,
+    *,
+    echo: Callable[[str], None] = print,
+    zone: tzinfo | None = None,
+    force: bool = False,
 ) -> Tally:
     """`grader batch --dry-run`: what a batch would grade, printed, and nothing graded: the
     layout, each learner with their files (name, size; where found when elsewhere) and
@@ -690,7 +720,7 @@ def dry_run(
     created. The Tally (as read_class makes it) lets the command exit as a batch would. Times
     are shown in `zone` (the course's)."""
     exercise = load_exercise(exercise_id)
-    found, tally = read_class(exercise, source)
+    found, tally = read_class(exercise, source, force=force, refuse=False)
     echo(
         f"{exercise.id}: {tally.learners} learners in {source} ({found.layout} layout); "
         "dry run: nothing graded, no gradebook opened"
@@ -713,10 +743,38 @@ def dry_run(
         f"{len(tally.no_submission)} with no file, {len(tally.skipped_entries)} entries skipped "
         f"({tally.skipped_learners} of them a folder, archive or exercise file)"
     )
+    warning = class_verdict(found, exercise)
+    if warning is not None and not force:  # the verdict a batch would stop with
+        raise BatchError(refusal(warning))
     return tally
 
 
-def summary(exercise: Exercise, tally: Tally) -> str:
+@dataclass(frozen=True)
+class Final:
+    """The class's final scores, as class.html, grades.csv and the LMS imports have them."""
+
+    scores: list[float]  # per learner counted: after late penalties and overrides
+    adjusted: int  # of them, how many a late penalty or an override changed
+    blank: int  # roster learners without a submission, in no number (--missing blank)
+    zero: int  # of `scores`, roster learners without a submission counted as 0 (--missing zero)
+
+
+def final_numbers(gradebook, exercise: Exercise, policy, roster=None, missing: str = "blank") -> Final:
+    """The final scores of `exercise` (grader.publish's: the same grades and roster)."""
+    from grader.publish import absent_learners
+
+    current = gradebook.current_grades(exercise.id, policy=policy)
+    absent = absent_learners(gradebook, roster or [], current)
+    zero = len(absent) if missing == "zero" else 0
+    return Final(
+        scores=[c.grade.score for c in current] + [0.0] * zero,
+        adjusted=sum(bool(c.grade.adjustments) for c in current),
+        blank=len(absent) - zero,
+        zero=zero,
+    )
+
+
+def summary(exercise: Exercise, tally: Tally, final: Final | None = None) -> str:
     failed_n = tally.graded - tally.passed
     lines = [
         f"summary: {tally.graded} graded now ({tally.passed} passed, {failed_n} not passed"
@@ -724,10 +782,19 @@ def summary(exercise: Exercise, tally: Tally) -> str:
         f"{tally.skipped} unchanged, {tally.errors} grader errors"
         f"{f', {tally.given_up} given up after {GRADER_ATTEMPTS} grader errors' if tally.given_up else ''}"
     ]
-    if tally.graded:
+    if final is not None and final.scores:
         lines.append(
-            f"  mean score of those graded now: {tally.score / tally.graded:.2f} / {exercise.points:g}"
+            f"  mean score: {sum(final.scores) / len(final.scores):.2f} / {exercise.points:g} over "
+            f"{len(final.scores)} learners, after late penalties and overrides ({final.adjusted} "
+            "adjusted), as class.html, grades.csv and the LMS imports show it"
+            + (f"; {final.zero} on the roster without a submission count 0" if final.zero else "")
+            + (
+                f"; {final.blank} on the roster without a submission not counted (--missing blank)"
+                if final.blank
+                else ""
+            )
         )
+    if tally.graded:
         lines.append(
             f"  throughput: {tally.graded} grades in {tally.seconds:.1f} s = {tally.throughput:.2f} "
             f"grades/s ({tally.seconds / tally.graded:.2f} s each) on {tally.executor}"
@@ -799,11 +866,20 @@ def output_names(learners) -> dict[str, str]:
 
 
 def write_outputs(
-    out: Path, gradebook, exercise: Exercise, tally: Tally | None, lang: str, *, policy=None
+    out: Path,
+    gradebook,
+    exercise: Exercise,
+    tally: Tally | None,
+    lang: str,
+    *,
+    policy=None,
+    roster=None,
+    missing: str = "blank",
 ) -> list[str]:
-    """The class report and CSV (reports.class_report), one JSON grade per learner, a summary:
-    the grades that count by `policy`, adjusted, removed learners and submissions left out; and
-    the published feedback and LMS import files (grader.publish)."""
+    """One JSON grade per learner and a summary (batch.json), then the class report and CSV, the
+    published feedback and the LMS import files (grader.publish: with `roster`, its learners
+    without a submission too, scored by `missing`): the grades that count by `policy`, adjusted,
+    removed learners and submissions left out."""
     from grader.publish import publish
     from reports import render
 
@@ -815,32 +891,12 @@ def write_outputs(
     for c in current:  # what `grader grade --format json` prints, from the stored grade
         (folder / f"{names[c.learner]}.json").write_text(render(c.grade, "json"), encoding="utf-8")
     lines = [f"wrote {len(current)} learner grades to {folder}/"]
-    try:
-        from reports.class_report import class_entries, render_class_csv, render_class_html, render_items_csv
-    except ImportError as exc:
-        lines.append(
-            f"WARNING: no class report or CSV written: reports.class_report is not available ({exc}); "
-            "`grader gradebook export --format csv` exports the grades"
-        )
-    else:
-        from grader.exercises import starter_files
-
-        # learner rows link to learners/<name>.html (published beside class.html); copies read the files
-        counted = gradebook.submissions(exercise.id, [c.submission_id for c in current])
-        entries = class_entries(current, counted, names)
-        starter = starter_files(exercise)
-        (out / "class.html").write_text(
-            render_class_html(entries, exercise=exercise.id, starter=starter, lang=lang), encoding="utf-8"
-        )
-        (out / "grades.csv").write_text(render_class_csv(entries), encoding="utf-8")
-        (out / "items.csv").write_text(render_items_csv(entries, lang), encoding="utf-8")
-        lines.append(f"wrote {out / 'class.html'}, {out / 'grades.csv'} and {out / 'items.csv'}")
     if tally is not None:
         (out / "batch.json").write_text(
             json.dumps({"exercise": exercise.id, **tally.as_dict()}, indent=2), encoding="utf-8"
         )
     try:
-        lines += publish(out, gradebook, exercise, lang, policy)
+        lines += publish(out, gradebook, exercise, lang, policy, roster=roster, missing=missing)
     except UsageError as exc:  # --out cannot be written: the grades are recorded all the same
         raise BatchError(str(exc)) from None
     return lines
@@ -962,7 +1018,7 @@ def regrade(
                         max_score=new.max_score,
                     )
                 )
-        echo(summary(exercise, tally))
+        echo(summary(exercise, tally, final_numbers(gradebook, exercise, policy)))
         return tally, changes
     finally:
         gradebook.close()

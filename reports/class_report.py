@@ -91,6 +91,9 @@ class ClassEntry(BaseModel):
     late_minutes: float | None = None
     late_days: int | None = None
     report_href: str | None = None
+    # on the roster, no submission in the gradebook, and `--missing blank`: a row saying "no
+    # submission" with no score, in no statistic (with `--missing zero` it is a 0 as any other)
+    unscored: bool = False
 
     @property
     def minutes_late(self) -> float | None:
@@ -222,6 +225,7 @@ class ClassSummary:
     lateness: LatenessStat = field(default_factory=LatenessStat)
     copies: Copies = field(default_factory=Copies)
     compared: int = 0  # learners whose files the copies compared (none: a page of bare grades)
+    unscored: int = 0  # roster learners without a submission, in no number above (ClassEntry.unscored)
 
     @property
     def items(self) -> list[CheckStat]:
@@ -305,7 +309,8 @@ def summarize(
     """Every number of the class report (module docstring); with_copies=False leaves the copies
     out (items.csv has no use for them, and they are the costly part)."""
     lang = normalize_lang(lang)
-    entries = entries_of(items)
+    every = entries_of(items)
+    entries = [e for e in every if not e.unscored]
     grades = [e.grade for e in entries]
     percents = [percent(g) for g in grades]
     histogram = [0] * 10
@@ -396,6 +401,7 @@ def summarize(
         lateness=lateness(entries),
         copies=class_copies(entries, starter) if with_copies else Copies(),
         compared=sum(bool(e.files) for e in entries) if with_copies else 0,
+        unscored=len(every) - len(entries),
     )
 
 
@@ -464,9 +470,9 @@ def render_class_html(
             "name": e.name or "",
             "href": e.report_href,
             "exercise": e.grade.exercise,
-            "score": fmt_points(e.grade.score),
+            "score": "–" if e.unscored else fmt_points(e.grade.score),
             "max_score": fmt_points(e.grade.max_score),
-            "percent": f"{percent(e.grade):.0f}",
+            "percent": "" if e.unscored else f"{percent(e.grade):.0f}",
             "passed": e.grade.passed,
             "late": e.is_late,
             "adjusted": bool(e.grade.adjustments),
@@ -508,7 +514,8 @@ def render_class_html(
 
 def render_class_csv(items: Sequence[ClassEntry | Grade]) -> str:
     """The gradebook of `items`: reports.gradebook's columns, one row per grade."""
-    return render_csv([e.grade for e in entries_of(items)])
+    entries = entries_of(items)
+    return render_csv([e.grade for e in entries], frozenset(i for i, e in enumerate(entries) if e.unscored))
 
 
 def item_rows(s: ClassSummary) -> list[dict]:

@@ -143,8 +143,15 @@ def _table(columns, rows) -> str:
     return buf.getvalue()
 
 
-def render_csv(grades: list[Grade]) -> str:
-    return _table(COLUMNS, (row(g) for g in grades))
+def render_csv(grades: list[Grade], blank: frozenset[int] = frozenset()) -> str:
+    """`blank`: the positions of grades whose score is none (a learner of the roster without a
+    submission, `--missing blank`): their score and percent cells are empty."""
+
+    def cells(i: int, g: Grade) -> dict[str, str]:
+        r = row(g)
+        return {**r, "score": "", "percent": "", "passed": ""} if i in blank else r
+
+    return _table(COLUMNS, (cells(i, g) for i, g in enumerate(grades)))
 
 
 # -- the gradebook export -------------------------------------------------------------------------

@@ -23,6 +23,9 @@ Three tables, each a pure function of `ImportRow`s (grader/publish.py gathers th
   `Feedback comments`; the other columns are for the person reading it. A Moodle shown in
   another language names them in that language: rename the header row to match.
 
+A learner of the roster without a submission is a row too: an empty score (`--missing blank`,
+the default: left ungraded) or 0 (`--missing zero`), with the feedback "no submission".
+
 Every text cell is a `reports.gradebook.cell` (shown visibly, capped, formula-guarded); scores
 are plain numbers; the CSV itself is written by reports.gradebook.render_rows, as every CSV.
 Moodle shows feedback as HTML, so its feedback text is HTML-escaped. The files are written in
@@ -68,7 +71,7 @@ class ImportRow:
     learner: str
     name: str
     email: str
-    score: float  # final: after every adjustment (late penalty, override)
+    score: float | None  # final: after every adjustment (late penalty, override); None: blank
     max_score: float
     feedback: str  # plain text, in the learner's language
     graded_at: datetime | None
@@ -92,8 +95,12 @@ def canvas_column(title: str, assignment_id: str | None) -> str:
     return f"{title} ({assignment_id})" if assignment_id else title
 
 
-def points(x: float) -> str:
-    """A score as both systems read it: a plain decimal, at most 4 places, no exponent."""
+def points(x: float | None) -> str:
+    """A score as both systems read it: a plain decimal, at most 4 places, no exponent; None (a
+    learner of the roster without a submission, `--missing blank`) an empty cell, which both
+    importers leave ungraded."""
+    if x is None:
+        return ""
     text = f"{x:.4f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
 

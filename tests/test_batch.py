@@ -357,3 +357,30 @@ def test_a_skipped_learner_like_entry_exits_1_unless_allowed(course, tmp_path):
     assert json.loads((out / "batch.json").read_text())["skipped_entries"] == [
         {"entry": "submission_2", "reason": "not listed in submission_metadata.yml", "learner_like": True}]
     grader("batch", EXERCISE, src, "--db", db, "--allow-skipped", exercises=course["exercises"])
+
+
+def test_the_progress_bar_says_it_is_starting_workers_until_the_first_grade(capsys):
+    """The seconds before a worker is up (a local pool warming torch) are said, not a silent 0/N."""
+    from types import SimpleNamespace
+
+    from grader.batch import Tally, grade_into
+    from grader.exercises import load_exercise
+
+    shown = []
+
+    class Starting:
+        def describe(self):
+            return "local pool of 2 worker processes"
+
+        def run(self, tasks):
+            shown.append(capsys.readouterr().err)  # what the bar says before any result
+            return iter(())
+
+        def close(self, cancel=False):
+            pass
+
+    sub = SimpleNamespace(id=1, learner="a", problem=None, files={})
+    grade_into(None, load_exercise("day49-data"), "v", 1, [sub], Starting(), Tally(), batch_id=1,
+               force=False, progress=True)
+    assert "day49-data: starting workers (local pool of 2 worker processes)" in shown[0]
+    assert "0/1" in shown[0]

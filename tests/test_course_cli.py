@@ -191,8 +191,13 @@ def test_the_class_grades_as_text_json_and_a_guarded_csv_importing_nothing_that_
     rows = json.loads(cli(course, "prof", "grades", QUIZ, "--format", "json").stdout)
     alice = next(r for r in rows if r["learner"] == "alice")
     assert alice["submission"] == course["alice_upload"] and alice["score"] is not None
+    # carol has a token and no upload: a row of her own, "no submission"; the instructor is none
+    carol = next(r for r in rows if r["learner"] == "carol")
+    assert (carol["submissions"], carol["submission"], carol["score"]) == (0, None, None)
+    assert "prof" not in {r["learner"] for r in rows}
     text = cli(course, "prof", "grades", QUIZ)
     assert text.returncode == 0 and "Alice" in text.stdout, text.stdout
+    assert "no submission" in next(line for line in text.stdout.splitlines() if "carol" in line)
     assert f"{alice['score']:g}/{alice['max_score']:g}" in text.stdout
     out = cli(course, "prof", "grades", QUIZ, "--format", "csv")
     table = list(csv.DictReader(io.StringIO(out.stdout)))

@@ -150,6 +150,8 @@ def test_each_learner_gets_a_page_and_markdown_in_their_roster_language(book, ro
         assert f"**{scores[learner]:g} / 20**" in markdown
         assert entry["score"] == scores[learner] and entry["max_score"] == 20
         assert entry["files"]["html"].startswith("learners/") and entry["files"]["html"].endswith(".html")
+        # how the code was isolated is the instructor's business (issue 31), in every language
+        assert not re.search("isolation|隔離", doc.get_text() + markdown), learner
     # the roster's zh-Hant learner reads zh-TW, every other one the command's --lang
     assert manifest["learners"]["1001"]["lang"] == "zh-TW"
     assert page(out, manifest, "1001").html["lang"] == "zh-Hant-TW"
@@ -182,11 +184,14 @@ def test_the_canvas_import_has_canvas_columns_and_the_final_scores(book, roster,
     assert all(r[0].strip() != "Points Possible" for r in rows), "an existing assignment keeps its points"
     scores = final_scores(book)
     by_id = {r[1]: r for r in rows if r[1]}
-    assert set(by_id) == {"1001", "1002", "1003"}  # the Canvas user ids; the others have none
+    # the Canvas user ids (the others have none); 1999 is on the roster without a submission:
+    # a row too, its score blank (--missing blank, the default: Canvas leaves it ungraded)
+    assert set(by_id) == {"1001", "1002", "1003", "1999"}
     for uid, r in by_id.items():
-        assert float(r[5]) == scores[uid]
+        assert r[5] == "" if uid == "1999" else float(r[5]) == scores[uid]
     assert by_id["1001"][:5] == ["Chen, Mei", "1001", "S-1001", "mei@example.edu", "Section A"]
-    assert len(rows) == len(CLASS)
+    assert by_id["1999"][:5] == ["Not Handed In", "1999", "S-1999", "no@example.edu", "Section B"]
+    assert len(rows) == len(CLASS) + 1
     others = {r[0]: r for r in rows if not r[1]}
     assert float(others["Wang Fang"][5]) == scores["2001"]
     assert float(others["'" + HOSTILE_ID][5]) == 0.0
@@ -215,6 +220,10 @@ def test_an_override_is_the_score_every_file_publishes(book, roster, tmp_path):
     assert "**18 / 20**" in (out / "learners" / "1003.md").read_text("utf-8")
 
 
+def by_email_of(rows):
+    return {r[0]: r for r in rows if r[0]}
+
+
 def test_the_moodle_files_have_moodle_columns_and_the_final_scores(book, roster, tmp_path):
     out = tmp_path / "out"
     ex = load_exercise(EXERCISE)
@@ -222,7 +231,9 @@ def test_the_moodle_files_have_moodle_columns_and_the_final_scores(book, roster,
     scores = final_scores(book)
     header, *rows = read_csv(out / "moodle-import.csv")
     assert header == ["Email address", "Full name", ex.title.en, "Feedback"]
-    assert len(rows) == len(CLASS)
+    assert len(rows) == len(CLASS) + 1  # and the roster's learner without a submission: blank
+    assert by_email_of(rows)["no@example.edu"][2:] == ["", "未繳交"]  # "no submission", in their zh-TW
+    rows = [r for r in rows if r[0] != "no@example.edu"]
     by_email = {r[0]: r for r in rows if r[0]}
     assert float(by_email["mei@example.edu"][2]) == scores["1001"]
     assert float(by_email["wei@example.edu"][2]) == scores["1003"]
@@ -309,7 +320,14 @@ def test_the_publish_command_and_its_usage_errors(book, roster, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "published 5 learner reports" in proc.stdout and "1 zh-TW" in proc.stdout
     assert read_csv(out / "canvas-import.csv")[0][-1] == "Data (777)"
-    graded = {r[1]: float(r[5]) for r in read_csv(out / "canvas-import.csv")[1:] if r[1]}
+    graded = {r[1]: float(r[5]) for r in read_csv(out / "canvas-import.csv")[1:] if r[1] not in ("", "1999")}
+    assert "1 learners on the roster have no submission" in proc.stdout
+    assert "Not Handed In (1999)" in proc.stdout
+    zero = tmp_path / "zero"
+    proc = grader("gradebook", "publish", EXERCISE, "--db", db, "--out", zero, "--roster", roster,
+                  "--missing", "zero", "--canvas-assignment", "Data (777)")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {r[1]: r[5] for r in read_csv(zero / "canvas-import.csv")[1:]}["1999"] == "0"
 
     # --course: the late learner's penalty is in every published score, as the gradebook has it
     course = tmp_path / "course.toml"
@@ -375,3 +393,125 @@ def test_grader_batch_out_publishes_the_same_files(tmp_path):
     assert header[:5] == CANVAS_HEADER
     assert {r[0]: float(r[5]) for r in rows} == scores  # folder learners: their id as the name
     assert min(scores.values()) < 20 == max(scores.values())
+
+
+# -- a class of 30 from a Canvas export, a roster of 34 learners and Canvas' Test Student -----------
+# (issue 31: everyone on the roster accounted for, one set of numbers). Hand-made grades, as above:
+# what is tested is what the roster does to the published files, not grading.
+
+ROSTER_NAMES = ["陳美玲", "林志偉", "王小明", "黃怡君", "張家豪", "李佳穎", "吳俊傑", "劉淑芬"]
+
+
+def roster_class(tmp_path, n_submitted=30, n_absent=4):
+    """(gradebook path, roster path, learner id -> roster name): learners 2000.. submitted as a
+    Canvas download names them (a slug: `chenmeiling`), the last n_absent did not, two were late."""
+    db = tmp_path / "class.db"
+    ex = load_exercise(EXERCISE)
+    names = {str(2000 + i): f"{ROSTER_NAMES[i % 8]}{i}" for i in range(n_submitted + n_absent)}
+    with Gradebook(str(db)) as gb:
+        version = gb.exercise_version(EXERCISE, "v" * 64, ex.points, ex.title.en)
+        for i, learner in enumerate(list(names)[:n_submitted]):
+            incoming = Incoming(learner=learner, name=f"chenmeiling{i}", layout="canvas",
+                                files={"data.py": learner.encode()},
+                                submitted_at=LATE_AT if i in (3, 7) else None)
+            [sid] = gb.add_submissions(EXERCISE, [incoming])
+            gb.record(sid, version, Outcome(status="graded", grade=grade(learner, float(8 + i % 13))))
+    roster = tmp_path / "roster.csv"
+    lines = ["Student,ID,SIS User ID,SIS Login ID,Section,Email",
+             "    Points Possible,,,,,"]
+    lines += [f"{name},{uid},S-{uid},u{uid},Section A,u{uid}@example.edu" for uid, name in names.items()]
+    lines.insert(7, "Test Student,9999,,,Section A,")  # Canvas' Student View account
+    roster.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return db, roster, names
+
+
+@pytest.mark.parametrize("missing", ["blank", "zero"])
+def test_every_learner_on_the_roster_is_accounted_for_and_the_test_student_is_not(tmp_path, missing):
+    db, roster, names = roster_class(tmp_path)
+    absent = list(names)[30:]
+    out = tmp_path / "out"
+    args = ["--roster", roster, "--canvas-assignment", "Data (777)"]
+    proc = grader("gradebook", "publish", EXERCISE, "--db", db, "--out", out, *args,
+                  *(["--missing", missing] if missing == "zero" else []))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "skipped 1 LMS test account" in proc.stdout and "Test Student (9999)" in proc.stdout
+    assert "4 learners on the roster have no submission" in proc.stdout
+
+    _header, *rows = read_csv(out / "canvas-import.csv")
+    assert len(rows) == 34 and {r[1] for r in rows} == set(names)  # no Test Student, no Points row
+    by_id = {r[1]: r for r in rows}
+    with Gradebook(str(db)) as gb:
+        scores = final_scores(gb)
+    for uid, r in by_id.items():
+        assert r[0] == names[uid]  # the roster's name, never the file's slug
+        assert r[5] == ("" if missing == "blank" else "0") if uid in absent else float(r[5]) == scores[uid]
+
+    doc = BeautifulSoup((out / "class.html").read_text("utf-8"), "html.parser")
+    text = doc.get_text(" ")
+    assert "陳美玲0" in text and "chenmeiling" not in text
+    shown = {tr["data-learner"]: tr for tr in doc.select("tr.submission")}
+    assert set(shown) == set(names)
+    for uid in absent:
+        assert "no submission" in shown[uid].get_text(" ")
+    stat = {d["data-stat"]: d["data-value"] for d in doc.select("div.stat")}
+    counted = list(scores.values()) + ([0.0] * 4 if missing == "zero" else [])
+    assert float(stat["mean"]) == pytest.approx(100 * sum(counted) / len(counted) / 20, abs=0.005)
+    assert int(stat["submissions"]) == len(counted)
+    assert (stat.get("no-submission") == "4") == (missing == "blank")
+    grades_csv = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text("utf-8"))))
+    assert len(grades_csv) == 34
+    blank = [g for g in grades_csv if g["score"] == ""]
+    assert len(blank) == (4 if missing == "blank" else 0)
+    assert all(g["error_kind"] == "no-submission" for g in grades_csv if g["student"] in absent)
+    manifest = json.loads((out / MANIFEST).read_text("utf-8"))
+    assert set(manifest["no_submission"]["learners"]) == set(absent)
+
+    # the gradebook export has the roster's names now, and a batch's slug never undoes them
+    proc = grader("gradebook", "export", "--db", db, "--exercise", EXERCISE)
+    assert "陳美玲0" in proc.stdout and "chenmeiling" not in proc.stdout
+    with Gradebook(str(db)) as gb:
+        gb.add_submissions(EXERCISE, [Incoming(learner="2000", name="chenmeiling0", layout="canvas",
+                                               files={"data.py": b"again"})])
+        from sqlalchemy import select
+        with gb.sessions() as s:
+            assert s.scalar(select(Learner.name).where(Learner.key == "2000")) == "陳美玲0"
+
+    if missing == "blank":  # the tokens: the roster's emails, none for the Test Student
+        tokens = tmp_path / "tokens.csv"
+        proc = grader("tokens", "issue", "--roster", roster, "--out", tokens, "--db", db)
+        assert proc.returncode == 0, proc.stderr
+        assert "skipped 1 LMS test account" in proc.stderr
+        issued = list(csv.DictReader(io.StringIO(tokens.read_text("utf-8"))))
+        assert len(issued) == 34 and "9999" not in {r["learner"] for r in issued}
+        assert all(r["email"] == f"u{r['learner']}@example.edu" for r in issued)
+
+
+def test_the_batch_summary_says_the_numbers_class_html_shows(tmp_path):
+    """After late penalties (--course) and an override: the summary's mean is class.html's."""
+    from grader.batch import Tally, final_numbers, summary
+    from grader.service.policy import load_policy
+    from grader.service.roster import read_roster
+
+    db, roster, _ = roster_class(tmp_path)
+    course = tmp_path / "course.toml"
+    course.write_text(COURSE, encoding="utf-8")
+    policy = load_policy(course, [EXERCISE])
+    ex = load_exercise(EXERCISE)
+    out = tmp_path / "out"
+    with Gradebook(str(db)) as gb:
+        gb.override("2010", EXERCISE, 20.0, "regraded by hand", "instructor")
+        rows = read_roster(roster)
+        final = final_numbers(gb, ex, policy, rows, "zero")
+        publish(out, gb, ex, "en", policy, roster=rows, missing="zero")
+        raw = [c.graded_score for c in gb.current_grades(EXERCISE, policy=policy)]
+    text = summary(ex, Tally(graded=30, passed=0, score=sum(raw)), final)
+    mean = sum(final.scores) / len(final.scores)
+    said = f"mean score: {mean:.2f} / 20 over 34 learners, after late penalties and overrides (3 adjusted)"
+    assert said in text
+    assert "4 on the roster without a submission count 0" in text
+    assert mean != pytest.approx(sum(raw) / 30)  # the raw mean is not what is said
+    doc = BeautifulSoup((out / "class.html").read_text("utf-8"), "html.parser")
+    stat = {d["data-stat"]: d["data-value"] for d in doc.select("div.stat")}
+    assert float(stat["mean"]) == pytest.approx(100 * mean / 20, abs=0.005)
+    canvas = {r[1]: r[5] for r in read_csv(out / "canvas-import.csv")[1:] if r[1]}
+    assert sum(float(v) for v in canvas.values()) / len(canvas) == pytest.approx(mean)

@@ -26,6 +26,8 @@ from grader.cli.common import (
     get_exercise,
     lang_option,
     load_course,
+    read_roster_option,
+    roster_options,
     usage_error,
 )
 
@@ -71,7 +73,12 @@ def _run(fn, *args, **kwargs):
     type=click.Path(file_okay=False, path_type=Path),
     help="Write the class report (class.html), grades.csv and one JSON grade per learner here.",
 )
-@click.option("--force", is_flag=True, help="Regrade every submission, even those already graded.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Regrade every submission, even those already graded; and grade SOURCE even when it "
+    "looks like no class or another exercise's (refused otherwise, exit 2).",
+)
 @click.option(
     "--allow-skipped",
     is_flag=True,
@@ -83,18 +90,34 @@ def _run(fn, *args, **kwargs):
     help="Only show what SOURCE holds: its layout, each learner's files and problems, what is "
     "skipped, and warnings. Nothing is graded; the gradebook is not opened (nor created).",
 )
+@roster_options
 @lang_option
 @course_option
 def batch(
-    exercise, source: Path, db, workers, scheduler, progress, out, force, allow_skipped, dry_run, lang, course
+    exercise,
+    source: Path,
+    db,
+    workers,
+    scheduler,
+    progress,
+    out,
+    force,
+    allow_skipped,
+    dry_run,
+    roster,
+    missing,
+    lang,
+    course,
 ):
     """Grade a class: every learner's submission for EXERCISE in SOURCE, into the gradebook.
 
     SOURCE is a folder or a zip archive: one sub-folder, file or zip per learner, or a Canvas,
     Moodle or Gradescope submissions download (see grader/sources.py). Only what is new or
     changed since the last run is graded; a batch that was stopped is finished by running it again.
-    A SQLite gradebook that does not exist is created. With --dry-run, SOURCE is only read and
-    shown (exit 0, or 1 when a learner-like entry was skipped, as a batch would).
+    A SQLite gradebook that does not exist is created. A SOURCE that looks like no class (one
+    learner's folder, a folder of no learner's files) or like another exercise's class is refused
+    (exit 2, nothing written) unless --force. With --dry-run, SOURCE is only read and shown (exit
+    0, 1 when a learner-like entry was skipped, or 2 when it would be refused, as a batch would).
     """
     from grader.batch import dry_run as show_source
     from grader.batch import run_batch
@@ -102,7 +125,7 @@ def batch(
     ex = get_exercise(exercise)
     if dry_run:
         policy = load_course(course)
-        tally = _run(show_source, ex.id, source, echo=echo, zone=policy.zone if policy else None)
+        tally = _run(show_source, ex.id, source, echo=echo, zone=policy.zone if policy else None, force=force)
     else:
         tally = _run(
             run_batch,
@@ -117,6 +140,8 @@ def batch(
             progress=progress,
             echo=echo,
             policy=load_course(course),
+            roster=read_roster_option(roster),
+            missing=missing,
         )
     if tally.skipped_learners and not allow_skipped:
         echo(

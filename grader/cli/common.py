@@ -157,3 +157,43 @@ def os_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no name for this uid (a container)
         return "unknown"
+
+
+def roster_options(f):
+    """--roster FILE and --missing blank|zero, for the commands that publish an exercise."""
+    f = click.option(
+        "--missing",
+        type=click.Choice(["blank", "zero"]),
+        default="blank",
+        show_default=True,
+        help="With --roster: how a learner on it without a submission is scored in the class "
+        "report and the LMS imports (blank: left ungraded, in no statistic; zero: a 0).",
+    )(f)
+    f = click.option(
+        "--roster",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="A Canvas gradebook export or Moodle grading worksheet, optionally with a Language "
+        "column: the learners' names, emails and report languages, Canvas' SIS and Section "
+        "columns, and every learner on it accounted for (--missing). LMS test accounts are skipped.",
+    )(f)
+    return f
+
+
+def read_roster_option(roster: Path | None):
+    """The learners of --roster (None without one), its LMS test accounts said and left out;
+    a malformed roster is exit 2."""
+    if roster is None:
+        return None
+    from grader.errors import UsageError
+    from grader.service.roster import read_roster_accounts
+
+    try:
+        rows, tests = read_roster_accounts(roster)
+    except UsageError as exc:
+        usage_error(f"--roster: {exc}")
+    if tests:
+        echo(
+            f"--roster: skipped {len(tests)} LMS test account{'s' if len(tests) != 1 else ''} "
+            "(not a learner): " + ", ".join(f"{r.name} ({r.learner})" for r in tests[:5])
+        )
+    return rows

@@ -203,7 +203,7 @@ def release(exercise, lang, insecure):
 @client_command
 def grades(exercise, fmt, lang, insecure):
     """The class's grades of EXERCISE: per learner the submission that counts, its score (any late
-    penalty applied) and how late it was."""
+    penalty applied) and how late it was; a learner with a token and no upload: "no submission"."""
     with course_api(insecure, lang) as api:
         if fmt == "json":
             print_json(api.raw(api.grades_path(exercise)))
@@ -223,7 +223,7 @@ def grades(exercise, fmt, lang, insecure):
                 [
                     r.learner,
                     r.name,
-                    r.submission,
+                    show.say(msg("no submission"), lang) if not r.submissions else r.submission,
                     r.submissions,
                     show.score(r.score, r.max_score),
                     None if r.passed is None else show.say(msg("yes") if r.passed else msg("no"), lang),

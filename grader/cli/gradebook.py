@@ -27,6 +27,8 @@ from grader.cli.common import (
     load_course,
     open_gradebook,
     os_user,
+    read_roster_option,
+    roster_options,
     usage_error,
     write_out,
 )
@@ -252,23 +254,18 @@ def _overview(info: dict, current: list, lang: str, color: bool, zone=None) -> s
 )
 @lang_option
 @course_option
-@click.option(
-    "--roster",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="A Canvas gradebook export or Moodle grading worksheet, optionally with a Language "
-    "column: records the names, emails and report languages of the learners in the gradebook, "
-    "and fills Canvas' SIS and Section columns.",
-)
+@roster_options
 @click.option(
     "--canvas-assignment",
     metavar="'NAME (ID)'",
     help="The Canvas assignment the grades are for, as Canvas titles its column: "
     "'Day 49 data (12345)' [default: the exercise's title, matched by title].",
 )
-def gradebook_publish(exercise, db, out, lang, course, roster, canvas_assignment):
+def gradebook_publish(exercise, db, out, lang, course, roster, missing, canvas_assignment):
     """Publish EXERCISE's feedback and grades from the gradebook into OUT.
 
     \b
+    class.html, grades.csv        the class report (names from the gradebook or --roster)
     learners/<name>.html and .md  each learner's report, in their roster language or --lang
     canvas-import.csv             for Canvas: Grades > Import
     moodle-import.csv             for Moodle: Grades > Import > CSV file (matched by email)
@@ -276,28 +273,24 @@ def gradebook_publish(exercise, db, out, lang, course, roster, canvas_assignment
     published.json                learner -> language, score and files
 
     The scores are the final ones (late penalties by --course, overrides). Removed learners are
-    left out. Exit 0 when published; 2 for an unknown exercise, a gradebook that does not exist,
-    a malformed course.toml or roster, or an exercise the gradebook has no grade of.
+    left out. With --roster, each learner on it without a submission is a "no submission" row,
+    blank or 0 by --missing. Exit 0 when published; 2 for an unknown exercise, a gradebook that
+    does not exist, a malformed course.toml or roster, or an exercise the gradebook has no grade of.
     """
     from grader.errors import UsageError
     from grader.publish import publish
 
     ex = get_exercise(exercise)
     policy = load_course(course)
-    rows = None
-    if roster is not None:
-        from grader.service.roster import read_roster
-
-        try:
-            rows = read_roster(roster)
-        except UsageError as exc:
-            usage_error(f"--roster: {exc}")
+    rows = read_roster_option(roster)
     gb = open_gradebook(db)
     try:
         if not gb.current_grades(ex.id):
             usage_error(f"EXERCISE: the gradebook {db} holds no grade of {ex.id}")
         try:
-            lines = publish(out, gb, ex, lang, policy, roster=rows, canvas_assignment=canvas_assignment)
+            lines = publish(
+                out, gb, ex, lang, policy, roster=rows, canvas_assignment=canvas_assignment, missing=missing
+            )
         except UsageError as exc:
             usage_error(str(exc))
     finally:

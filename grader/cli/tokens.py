@@ -3,7 +3,8 @@
 A token is printed once and only its hash is stored: `issue LEARNER` prints the token alone on
 stdout (so `TOKEN=$(grader tokens issue alice)` works); `issue --roster FILE --out FILE` issues one
 per learner of a Canvas or Moodle roster and writes them to a new CSV, readable by its owner
-only, to hand out (grader/service/roster.py). A malformed roster stores nothing.
+only, to hand out (grader/service/roster.py). A malformed roster stores nothing. An LMS test
+account on the roster (Canvas' "Test Student") is issued none, and said so.
 """
 
 from __future__ import annotations
@@ -58,9 +59,9 @@ def tokens_issue(learner, role, name, roster, out, db):
         usage_error("--roster issues for the roster's learners: no LEARNER or --name with it")
     if out is None:
         usage_error("--roster needs --out FILE, the CSV the tokens are written to")
-    from grader.service.roster import create_private, read_roster, render_tokens
+    from grader.service.roster import create_private, read_roster_accounts, render_tokens
 
-    rows = read_roster(roster)  # a RosterError (exit 2) before anything is opened or stored
+    rows, tests = read_roster_accounts(roster)  # a RosterError (exit 2) before anything is stored
     handle = create_private(out)
     try:
         gb = open_gradebook(db, create=True)
@@ -75,6 +76,19 @@ def tokens_issue(learner, role, name, roster, out, db):
     with handle:
         handle.write(render_tokens(list(zip(rows, issued, strict=True))))
     echo(f"issued {len(issued)} {role} tokens; written to {out} (readable by you only)", err=True)
+    if tests:
+        echo(
+            f"skipped {len(tests)} LMS test account{'s' if len(tests) != 1 else ''} (no token): "
+            + ", ".join(f"{r.name} ({r.learner})" for r in tests[:5]),
+            err=True,
+        )
+    no_email = [r for r in rows if not r.email]
+    if no_email:
+        echo(
+            f"{len(no_email)} learners have no email on the roster: hand their tokens out yourself "
+            "(docs/instructors.md, 'The roster and the tokens'), or add an Email column to the roster",
+            err=True,
+        )
 
 
 @tokens.command("revoke")

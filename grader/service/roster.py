@@ -3,7 +3,11 @@
 - **Canvas**: the gradebook export (Grades → Export), columns `Student`, `ID`, `SIS User ID`,
   `SIS Login ID`, `Section`, then one per assignment. Learner id: `ID`, the Canvas user id (what
   `grader batch` reads from Canvas' submission files). Canvas' own "Points Possible" row, and
-  rows with neither a student nor an id, are skipped. An email is the `SIS Login ID` when it is one.
+  rows with neither a student nor an id, are skipped. An email is the `Email` column's (Canvas'
+  export has none: the instructor may add one, from People or a user export; also `Email address`
+  or `E-mail`), else the `SIS Login ID` when it is one. Canvas' "Test Student" (the account of
+  its Student View, no SIS id) is an LMS test account: read apart (`read_roster_accounts`), never
+  a learner, issued no token.
 - **Moodle**: the assignment's grading worksheet (Download grading worksheet), columns
   `Identifier` ("Participant 1234"), `Full name`, `Email address`, .... Learner id: the participant
   id, 1234 (what `grader batch` reads from Moodle's submission folders).
@@ -38,6 +42,8 @@ CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 MOODLE_COLUMNS = ("Identifier", "Full name", "Email address")
 LANGUAGE_COLUMNS = ("language", "lang", "preferred language", "locale")  # compared casefolded
 CANVAS_OWN_ROWS = ("", "Points Possible")  # the `Student` of Canvas' rows that are no student
+CANVAS_TEST_STUDENT = "test student"  # Student View's account (casefolded), without a SIS id
+EMAIL_COLUMNS = ("email", "email address", "e-mail", "e-mail address")  # compared casefolded
 MOODLE_IDENTIFIER = re.compile(r"^\D*?(\d+)$")  # "Participant 1234" (the word is translated)
 TOKEN_COLUMNS = ("learner", "name", "email", "token")
 ROSTER_BYTES = 16 * 1024 * 1024  # a roster of a very large class is well under this
@@ -104,7 +110,13 @@ def _text(path: Path) -> str:
 
 
 def read_roster(path: Path) -> list[RosterRow]:
-    """The learners of a Canvas or Moodle roster, in its order (RosterError when it is malformed)."""
+    """The learners of a Canvas or Moodle roster, in its order (RosterError when it is malformed);
+    LMS test accounts left out (read_roster_accounts says which)."""
+    return read_roster_accounts(path)[0]
+
+
+def read_roster_accounts(path: Path) -> tuple[list[RosterRow], list[RosterRow]]:
+    """(the learners, the LMS test accounts) of a roster, each in its order."""
     text = _text(path)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
@@ -133,7 +145,23 @@ def read_roster(path: Path) -> list[RosterRow]:
                 f"is on row {seen[row.learner]} already"
             )
         seen[row.learner] = n
-    return [row for _, row in rows]
+    learners = [row for _, row in rows if not is_test_account(row)]
+    return learners, [row for _, row in rows if is_test_account(row)]
+
+
+def is_test_account(row: RosterRow) -> bool:
+    """Canvas' "Test Student" (Student View): the name, and no SIS id (a real learner has one,
+    or at least a login, when the school names someone so)."""
+    return (
+        row.lms == "canvas"
+        and (row.name or "").strip().casefold() == CANVAS_TEST_STUDENT
+        and not row.sis_user_id
+        and not row.sis_login_id
+    )
+
+
+def _email_column(header: list[str]) -> str | None:
+    return next((h for h in header if h.casefold() in EMAIL_COLUMNS), None)
 
 
 def _id_column(header: list[str]) -> str:
@@ -154,6 +182,7 @@ def _learner(path: Path, n: int, column: str, raw: str) -> str:
 
 def _canvas(path: Path, header: list[str], reader) -> list[tuple[int, RosterRow]]:
     language = _language_column(header)
+    email = _email_column(header)
     out = []
     for record in reader:
         n = reader.line_num
@@ -171,7 +200,8 @@ def _canvas(path: Path, header: list[str], reader) -> list[tuple[int, RosterRow]
                 RosterRow(
                     learner=_learner(path, n, "ID", cells["ID"]),
                     name=cells["Student"] or None,
-                    email=login if "@" in login else None,
+                    email=(cells[email] if email and "@" in cells[email] else None)
+                    or (login if "@" in login else None),
                     lang=roster_lang(cells[language]) if language else None,
                     lms="canvas",
                     sis_user_id=cells.get("SIS User ID", ""),

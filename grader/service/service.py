@@ -306,7 +306,7 @@ class Service:
         course policy (409 closed / not-open, 429 rate-limited), the learner's uploads still
         waiting (LEARNER_PENDING, 429 rate-limited), the queue's depth (429 queue-full). One
         learner's uploads are admitted one at a time in this process, so two at once cannot both
-        take the last token (several servers: see the README)."""
+        take the last token (several servers: docs/admins.md, Scaling out)."""
         from grader.service.policy import PastUpload, admit
         from grader.store import Incoming
         from grader.store.queue import QueueFull, TooManyUploads
@@ -562,7 +562,7 @@ class Service:
             )
         if view is None:
             raise Refused(409, "not-graded", msg("this submission is not graded yet"))
-        return render(view, fmt, lang)
+        return render(view, fmt, lang, learner=account.role != INSTRUCTOR)
 
     def choose(self, account: Account, upload_id: int) -> dict:
         upload = self._own_upload(account, upload_id)
@@ -622,7 +622,9 @@ class Service:
         return out
 
     def class_grades(self, exercise: str) -> list[dict]:
-        """Per learner who uploaded: the upload that counts and its grade (penalty applied)."""
+        """Per learner who uploaded: the upload that counts and its grade (penalty applied); then
+        each learner with a student token (from the roster) and no upload: "no submission", no
+        upload (`submissions` 0) and no score. Removed learners are left out."""
         from grader.service.policy import counted, lateness
         from grader.store.accounts import Account
 
@@ -656,7 +658,36 @@ class Service:
                     else None,
                 }
             )
+        for learner, name in self._students_without(set(by_learner)):
+            out.append(
+                {
+                    "learner": learner,
+                    "name": name,
+                    "submission": None,
+                    "submissions": 0,
+                    "score": None,
+                    "max_score": self.exercises[exercise].points,
+                    "passed": None,
+                    "late": None,
+                }
+            )
         return out
+
+    def _students_without(self, uploaded: set[str]) -> list[tuple[str, str | None]]:
+        """(learner, name) of each learner with a student token, not removed, not in `uploaded`."""
+        from sqlalchemy import select
+
+        from grader.store.schema import AccountRow, Learner
+
+        with self.gradebook.sessions() as s:
+            rows = s.execute(
+                select(Learner.key, Learner.name)
+                .join(AccountRow, AccountRow.learner_id == Learner.id)
+                .where(AccountRow.role == "student", Learner.removed_at.is_(None))
+                .distinct()
+                .order_by(Learner.key)
+            ).all()
+        return [(key, name) for key, name in rows if key not in uploaded]
 
     def _names(self, learners: list[str]) -> dict[str, str | None]:
         """learner -> the name the gradebook has for them (from the roster or a token's --name)."""

@@ -789,9 +789,10 @@ def store_submissions(s: Session, exercise: str, incoming: list[Incoming]) -> li
             learner = learners[inc.learner] = Learner(key=inc.learner, name=name, email=email)
             s.add(learner)
             s.flush()
-        else:
-            learner.name = name or learner.name
-            learner.email = email or learner.email
+        else:  # a name SOURCE gives (a Canvas file's slug, a Moodle display name) never replaces
+            # the one stored (the roster's, a token's): `chenmeiling` does not undo `陳美玲`
+            learner.name = learner.name or name
+            learner.email = learner.email or email
         digest = inc.digest
         sub = s.scalar(select(Submission).filter_by(learner_id=learner.id, exercise=exercise, digest=digest))
         if sub is None:
