@@ -1,6 +1,7 @@
 """A synthetic class of submissions whose verdicts we know, for batch tests and benchmarks.
 
-Learners s000, s001, ... each get a folder with the exercise's files: the reference solution or a
+Learners s000, s001, ... each get a folder with a whole submission (helper modules included, as
+mutants/alternatives/day49-data/helper-module's `_util.py`): the reference solution or a
 correct alternative (mutants/alternatives/), one injected bug (mutants/, via apply_mutant), or a
 hostile submission (an endless loop at import, a syntax error, a malformed TOML file, a missing
 file). Every learner's files differ (a comment names the learner), so no two submissions share a
@@ -45,7 +46,18 @@ def _tag(files: dict[str, bytes], learner: str) -> dict[str, bytes]:
 
 
 def _read(folder: Path, names: list[str]) -> dict[str, bytes]:
+    """The exercise's files `names` in `folder` (those there are)."""
     return {n: (folder / n).read_bytes() for n in names if (folder / n).is_file()}
+
+
+def _read_all(folder: Path) -> dict[str, bytes]:
+    """A whole submission: every file in `folder`, its helper modules (`_util.py`) included, by
+    name relative to the folder (no bytecode caches)."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.relative_to(folder).parts
+    }
 
 
 def hostile_files(kind: str, solution: dict[str, bytes], exercise) -> dict[str, bytes] | None:
@@ -94,7 +106,7 @@ def make_class(
             if mutant is not None:
                 folder = apply_mutant(mutant, exercise_id, Path(tmp) / f"m{i}")
             assert folder is not None  # templates(): each has a folder or a mutant to make one
-            built.append((kind, _read(folder, exercise.files)))
+            built.append((kind, _read_all(folder)))
     for i in range(max(0, n - len(plan))):
         plan.append(built[i % len(built)])
     manifest = {}
@@ -105,6 +117,7 @@ def make_class(
             shutil.rmtree(folder)
         folder.mkdir()
         for name, data in _tag(files, learner).items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_bytes(data)
         manifest[learner] = kind
     return manifest
@@ -147,11 +160,10 @@ def make_canvas_export(
     `copies` learners hand in another learner's files byte for byte and `near_copies` with renamed
     variables; one learner (when `wrong_exercise` is given) hands in that exercise's solution
     instead. Returns Canvas user id -> {kind, name, late, copy_of}."""
-    exercise = load_exercise(exercise_id)
     with tempfile.TemporaryDirectory(prefix="grader-canvas-") as tmp:
         kinds = make_class(exercise_id, Path(tmp), n, only=only)
         learners = sorted(kinds)
-        submitted = {who: _read(Path(tmp) / who, exercise.files) for who in learners}
+        submitted = {who: _read_all(Path(tmp) / who) for who in learners}
     manifest: dict[str, dict] = {}
     for i, who in enumerate(learners):
         manifest[str(1000 + i)] = {
