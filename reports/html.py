@@ -45,8 +45,8 @@ def translator(lang: str):
     return partial(_translate, lang=lang)
 
 
-def _translate(text: str, lang: str, **params) -> str:
-    return t(text, lang, **params)
+def _translate(template: str, /, lang: str, **params) -> str:
+    return t(template, lang, **params)  # positional-only: a param may be called `text`
 
 
 def curve_labels(lang: str, view) -> dict:
@@ -87,5 +87,7 @@ def render_view(view: ReportView) -> str:
     )
 
 
-def render_html(grade: Grade, lang: str = "en", budget: Budget | None = None) -> str:
-    return render_view(build_view(grade, normalize_lang(lang), budget))
+def render_html(
+    grade: Grade, lang: str = "en", budget: Budget | None = None, *, learner: bool = False
+) -> str:
+    return render_view(build_view(grade, normalize_lang(lang), budget, learner=learner))

@@ -65,8 +65,12 @@ def render_view(v: ReportView) -> str:
         "",
         code(v.exercise) + (f" · {t('learner', lang)} {code(v.student)}" if v.student else ""),
         "",
-        f"**{fmt_points(v.score)} / {fmt_points(v.max_score)}** · {status} · "
-        + t("{passed} of {total} checks passed", lang, passed=v.checks_passed, total=v.checks_total),
+        f"**{fmt_points(v.score)} / {fmt_points(v.max_score)}** · {status}"
+        + (
+            " · " + t("{passed} of {total} checks passed", lang, passed=v.checks_passed, total=v.checks_total)
+            if v.checks_total
+            else ""
+        ),
         "",
     ]
     if v.adjustments:
@@ -142,12 +146,12 @@ def render_view(v: ReportView) -> str:
         if v.output.cut_bytes:
             out += [f"_… {md(t('{bytes} bytes cut', lang, bytes=v.output.cut_bytes))} …_", ""]
         out += [fence(v.output.end.removesuffix("\n")), ""] if v.output.end else []
-    out.append(
-        f"<sub>{md(t('grader {version}', lang, version=v.grader_version or '?'))} · "
-        f"{md(t('isolation: {isolation}', lang, isolation=v.isolation))}</sub>"
-    )
+    isolation = f" · {md(t('isolation: {isolation}', lang, isolation=v.isolation))}" if v.isolation else ""
+    out.append(f"<sub>{md(t('grader {version}', lang, version=v.grader_version or '?'))}{isolation}</sub>")
     return "\n".join(out) + "\n"
 
 
-def render_markdown(grade: Grade, lang: str = "en", budget: Budget | None = None) -> str:
-    return render_view(build_view(grade, lang, budget))
+def render_markdown(
+    grade: Grade, lang: str = "en", budget: Budget | None = None, *, learner: bool = False
+) -> str:
+    return render_view(build_view(grade, lang, budget, learner=learner))

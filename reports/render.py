@@ -28,7 +28,9 @@ def fit(make: Callable[[Budget], str], limit: int = MAX_REPORT) -> str:
     return cap_bytes(out, limit)  # only names are left: a grade of very many checks
 
 
-def renderer(fmt: str) -> Callable[[Grade, str, bool, Budget], str]:
+def renderer(fmt: str, learner: bool = False) -> Callable[[Grade, str, bool, Budget], str]:
+    """`learner`: the report is the learner's own (the human-readable formats leave out what is
+    the instructor's business: how the code was isolated)."""
     if fmt == "json":
         from reports.jsonfmt import render_json
 
@@ -36,15 +38,15 @@ def renderer(fmt: str) -> Callable[[Grade, str, bool, Budget], str]:
     if fmt == "text":
         from reports.terminal import render_text
 
-        return render_text
+        return lambda grade, lang, color, budget: render_text(grade, lang, color, budget, learner=learner)
     if fmt == "html":
         from reports.html import render_html
 
-        return lambda grade, lang, color, budget: render_html(grade, lang, budget)
+        return lambda grade, lang, color, budget: render_html(grade, lang, budget, learner=learner)
     if fmt == "markdown":
         from reports.markdown import render_markdown
 
-        return lambda grade, lang, color, budget: render_markdown(grade, lang, budget)
+        return lambda grade, lang, color, budget: render_markdown(grade, lang, budget, learner=learner)
     if fmt == "junit":
         from reports.junit import render_junit
 
@@ -60,9 +62,12 @@ def renderer(fmt: str) -> Callable[[Grade, str, bool, Budget], str]:
     raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
-def render(grade: Grade, fmt: str = "text", lang: str = "en", color: bool = False) -> str:
+def render(
+    grade: Grade, fmt: str = "text", lang: str = "en", color: bool = False, *, learner: bool = False
+) -> str:
     """The report of one grade. `lang` (en, zh-TW) applies to every format but json and csv,
-    which are data (json keeps English text plus message ids and params)."""
+    which are data (json keeps English text plus message ids and params). `learner`: the copy a
+    learner reads (published, or served to their account): no isolation line."""
     lang = normalize_lang(lang)
-    make = renderer(fmt)
+    make = renderer(fmt, learner)
     return fit(lambda budget: make(grade, lang, color, budget))

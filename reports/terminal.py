@@ -176,8 +176,12 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
     gap = " " * max(WIDTH - width(title) - width(right) - width(status_text), 2)
     lines = [s.bold(title) + gap + right + status]
     who = f" · {t('learner', lang)} {clean(v.student)}" if v.student else ""
-    tally = t("{passed} of {total} checks passed", lang, passed=v.checks_passed, total=v.checks_total)
-    lines += [s.dim(x) for x in wrap(f"{v.exercise}{who} · {tally}", WIDTH)]
+    tally = (
+        " · " + t("{passed} of {total} checks passed", lang, passed=v.checks_passed, total=v.checks_total)
+        if v.checks_total
+        else ""  # a submission that did not load ran no check: its error says why
+    )
+    lines += [s.dim(x) for x in wrap(f"{v.exercise}{who}{tally}", WIDTH)]
     for a in v.adjustments:
         lines += [s.warn(x) for x in wrap(a.text, WIDTH)]
     lines.append(s.dim("─" * WIDTH))
@@ -235,7 +239,8 @@ def render_lines(v: ReportView, s: Style) -> list[str]:
         lines.append(s.dim("─" * WIDTH))
         lines.append(s.bold(t("What your code printed", lang)))
         lines += [s.dim(x) if x.startswith("  " + CUT_MARK) else x for x in printed_lines(v.output, lang)]
-    lines += [s.dim(x) for x in wrap(t("isolation: {isolation}", lang, isolation=v.isolation), WIDTH)]
+    if v.isolation:
+        lines += [s.dim(x) for x in wrap(t("isolation: {isolation}", lang, isolation=v.isolation), WIDTH)]
     return lines
 
 
@@ -288,5 +293,12 @@ def printed_lines(p: PrintedView, lang: str) -> list[str]:
     return out + ["  " + clip(x, WIDTH - 2) for x in tail]
 
 
-def render_text(grade: Grade, lang: str = "en", color: bool = False, budget: Budget | None = None) -> str:
-    return "\n".join(render_lines(build_view(grade, lang, budget), Style(color))) + "\n"
+def render_text(
+    grade: Grade,
+    lang: str = "en",
+    color: bool = False,
+    budget: Budget | None = None,
+    *,
+    learner: bool = False,
+) -> str:
+    return "\n".join(render_lines(build_view(grade, lang, budget, learner=learner), Style(color))) + "\n"

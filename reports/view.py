@@ -422,7 +422,7 @@ class ReportView:
     symptoms: list[tuple[str, str]]  # (id, label)
     warnings: list[str]
     output: PrintedView
-    isolation: str
+    isolation: str | None  # None in a learner's own report: the instructor's business
     grader_version: str
     duration_s: float
     extra: dict = field(default_factory=dict)
@@ -591,10 +591,13 @@ def diagnosis_view(
     )
 
 
-def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = None) -> ReportView:
+def build_view(
+    grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = None, *, learner: bool = False
+) -> ReportView:
     """The grade in `lang`, grouped by rule and curriculum day. Every text in it is `shown`:
     written visibly (see `visible`) and capped, messages at 64 KiB, names at MAX_SHORT bytes,
-    and all of it within `budget`."""
+    and all of it within `budget`. `learner`: the learner's own copy, without the isolation
+    (how their code was jailed is the instructor's business; the grade keeps it as data)."""
     lang = normalize_lang(lang)
     budget = budget or Budget()
     name = budget.name
@@ -683,7 +686,7 @@ def build_view(grade: Grade, lang: str = DEFAULT_LANG, budget: Budget | None = N
         symptoms=[(name(s), name(symptom_label(s, lang))) for s in grade.symptoms],
         warnings=warnings,
         output=printed_view(grade.output, budget),
-        isolation=name(isolation_label(grade.isolation, lang)),
+        isolation=None if learner else name(isolation_label(grade.isolation, lang)),
         grader_version=name(grade.grader_version),
         duration_s=grade.duration_s,
         adjustments=[

@@ -359,6 +359,8 @@ TYPOGRAPHY = {
     # a placeholder formatted as a number ({n:,}, {x:.3g}) renders digits: it is spaced the same way
     "no space around a number": re.compile(rf"{HAN}\{{\w+:[^{{}}]*\}}|\{{\w+:[^{{}}]*\}}{HAN}"),
     "a space before full-width punctuation": re.compile(" [，。；：、）]"),
+    # full-width punctuation holds its own space: 檢查項目：每個, never 檢查項目： 每個 (nor before Latin)
+    "a space after full-width punctuation": re.compile("[，。；：、（）！？「」] "),
 }
 
 
@@ -370,7 +372,7 @@ def typography_problems(text: str) -> list[str]:
 
 def test_the_typography_rules_can_fail_and_leave_legitimate_text_alone():
     for bad in ("使用float16時", "第0列", "輸入, 輸出", "答案:錯誤", "（見說明)".replace("（", "("),
-                "共{n:,}個", "錯誤 ：{x}"):
+                "共{n:,}個", "錯誤 ：{x}", "檢查項目： 每個", "（見說明） grader"):
         assert typography_problems(bad), bad
     for good in ("使用 float16 時", "第 0 列", "輸入，輸出", "{what}：{detail}", "MLP：fc、精確 GELU、proj",
                  "f(x, y) 的結果", "第{step}步", "（{name}）", "共 {n:,} 個", "x0, x1 = x[..., 0::2]"):
@@ -406,3 +408,92 @@ def test_no_learner_facing_text_cites_spec_md(extracted, zh):
     assert literals == []
     for path in sorted((ROOT / "mutants").glob("*.toml")):
         assert not _spec(path.read_text(encoding="utf-8")), path
+
+
+# -- the glossary: one zh-TW term per concept (grader/locale/glossary.toml) -------------------------
+
+GLOSSARY = ROOT / "grader" / "locale" / "glossary.toml"
+CODE = re.compile(r"`[^`]*`|\{\w*(?::[^{}]*)?\}")
+
+
+def glossary() -> dict:
+    import tomllib
+
+    with open(GLOSSARY, "rb") as f:
+        return tomllib.load(f)
+
+
+def glossary_problems(msgid: str, text: str, terms: dict | None = None) -> list[tuple[str, str]]:
+    """(concept, variant) of each forbidden variant `text` (the translation of `msgid`) uses."""
+    terms = terms or glossary()
+    context = {name: re.compile(rule) for name, rule in terms["context"].items()}
+    prose = CODE.sub(" ", text)
+    out = []
+    for concept in terms["concept"]:
+        if "context" in concept and not context[concept["context"]].search(msgid):
+            continue
+        if "not_context" in concept and context[concept["not_context"]].search(msgid):
+            continue
+        for variant in concept["forbidden"]:
+            word = re.escape(variant)
+            if variant.isascii():
+                word = rf"(?<![A-Za-z0-9_]){word}(?![A-Za-z0-9_])"
+            if re.search(word, prose):
+                out.append((concept["name"], variant))
+    return out
+
+
+def test_the_glossary_check_fails_on_a_variant_and_tells_the_two_tokens_apart():
+    assert glossary_problems("possible copy", "可能抄襲") == [(
+        "possible copies: similar code, a hint for a human, never a verdict", "抄襲")]
+    assert glossary_problems("possible copy", "可能雷同") == []
+    assert glossary_problems("ask your instructor", "請問講師") and glossary_problems("learner", "學習者")
+    # an access token is 權杖, a token of text 詞元: the msgid's context tells them apart
+    assert glossary_problems("paste your token again", "請再貼上一次你的詞元")
+    assert glossary_problems("paste your token again", "請再貼上一次你的 token")
+    assert glossary_problems("paste your token again", "請再貼上一次你的權杖") == []
+    assert glossary_problems("future tokens leak", "未來的權杖外洩")
+    assert glossary_problems("future tokens leak", "未來的 token 外洩")
+    assert glossary_problems("future tokens leak", "未來的詞元外洩") == []
+    # one language per message: 鍵/查詢, never key/query beside them; code is not a word
+    assert glossary_problems("query i sees key j", "query i 看得到鍵 j")
+    assert glossary_problems("{key} must be a list", "`key_padding_mask` 與 {key} 必須是串列") == []
+    assert glossary_problems("a valid token (Bearer TOKEN)", "有效的權杖（Bearer TOKEN）") == []
+
+
+def test_the_catalog_uses_one_term_per_concept(zh):
+    terms = glossary()
+    entries = [(m.id, m.string) for m in zh if m.id and m.string]
+    problems = [(i, s, glossary_problems(i, s, terms)) for i, s in entries]
+    assert [p for p in problems if p[2]] == []
+    for concept in terms["concept"]:              # and each concept's term is the one in use
+        assert any(concept["term"] in s for _, s in entries), concept["name"]
+
+
+def test_the_mutants_messages_use_the_glossarys_terms_too():
+    """A named bug's message is translated in its TOML (mutants/*.toml), not in the catalog."""
+    from grader.mutants import load_mutants
+
+    messages = [(m.id, m.message.en, m.message.zh_TW) for m in load_mutants() if m.message.zh_TW]
+    assert len(messages) > 40
+    assert [(i, glossary_problems(en, zh)) for i, en, zh in messages if glossary_problems(en, zh)] == []
+
+
+def test_a_planted_variant_in_the_catalog_fails_the_glossary(zh):
+    planted = [(m.id, "可能抄襲" if m.id == "possible copy" else m.string) for m in zh if m.id and m.string]
+    assert [i for i, s in planted if glossary_problems(i, s)] == ["possible copy"]
+
+
+def test_every_evidence_key_a_check_attaches_has_a_translated_label():
+    """A report shows evidence as label: value; a bare `max_deviation` beside a translated 上界
+    is English in a Chinese report (issue 31)."""
+    from reports.labels import EVIDENCE
+
+    keys = set()
+    for path in [*ROOT.glob("exercises/*/hidden/*.py"), *(ROOT / "grader").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            called = getattr(node, "func", None)
+            if isinstance(node, ast.Call) and getattr(called, "id", getattr(called, "attr", None)) == "fail":
+                keys |= {k.arg for k in node.keywords if k.arg not in (None, "symptoms", "diagnosis")}
+    assert "max_deviation" in keys and keys - set(EVIDENCE) == set()
+    assert all(has_translation(label, "zh-TW") for label in EVIDENCE.values())

@@ -362,3 +362,27 @@ def test_the_class_report_shows_a_diagnosis_in_its_language():
     assert stat.message == message.zh_TW
     [stat] = summarize([g], lang="en").diagnoses
     assert stat.message == message.en
+
+
+# -- the learner's copy (issue 31) -----------------------------------------------------------------
+
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+@pytest.mark.parametrize("fmt", ["text", "html", "markdown"])
+def test_a_learners_report_leaves_out_the_isolation_and_a_crash_shows_no_empty_tally(fmt, lang):
+    crashed = invalid_grade().model_copy(update={"isolation": "bubblewrap"})
+    assert crashed.error is not None and crashed.checks == []
+    theirs = render(crashed, fmt, lang, learner=True)
+    text = soup(theirs).get_text() if fmt == "html" else theirs
+    assert not re.search("isolation|bubblewrap|隔離", text), text
+    assert not re.search(r"0 of 0|0 個檢查項目中通過 0", text), text        # no "0 of 0 checks passed"
+    assert "bubblewrap" in render(crashed, fmt, lang)                   # the instructor's view keeps it
+    graded = starter_grade()                                           # a tally where there are checks
+    tally = f"{sum(c.passed for c in graded.checks)} of {len(graded.checks)} checks passed"
+    assert tally in render(graded, fmt, "en", learner=True)
+
+
+def test_a_table_header_never_wraps_inside_a_word():
+    """繳交次數 broke as 繳交/次數 in a narrow column of the class page (issue 31): every page's
+    tables (one stylesheet, reports/templates/_style.css.j2) keep a header on one line."""
+    style = soup(render(starter_grade(), "html", "zh-TW")).find("style").text
+    assert re.search(r"table\.data th \{[^}]*white-space: nowrap", style)

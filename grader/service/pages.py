@@ -526,7 +526,7 @@ def submission_page(request: Request, upload_id: str) -> Response:
         return page(request, account, "pending.html.j2", **context)
     from reports import render
 
-    report = render(grade, "html", lang_of(request))
+    report = render(grade, "html", lang_of(request), learner=account.role != "instructor")
     return html_page(with_bar(report, rendered(request, account, "_report_top.html.j2", **context)))
 
 
