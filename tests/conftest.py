@@ -36,7 +36,7 @@ TIMING_FILES = {"test_server_load.py", "test_service.py", "test_server_e2e.py", 
 WHOLE_FILES = {"test_gradescope_build.py", "test_instructor_week.py", "test_stored_reports.py",
                "test_batch.py", "test_cli.py", "test_pages.py", "test_store_grades.py",
                "test_learner_corpus.py", "test_course_cli.py", "test_client_install.py",
-               "test_client_precheck.py", "test_notebook_kernel.py"}
+               "test_client_precheck.py", "test_notebook_kernel.py", "test_guides.py"}
 
 
 def xdist_group_of(nodeid: str) -> str | None:
