@@ -116,7 +116,7 @@ def test_a_token_refused_after_login_says_so_and_names_the_server(env, stub, mon
             f"ask your instructor for your token, then run: grader login --server {stub.url}",
         ], args
     zh = run("status", "--lang", "zh-TW")
-    assert stub.url in zh.stderr and "token" in zh.stderr and "did not accept" not in zh.stderr
+    assert stub.url in zh.stderr and "權杖" in zh.stderr and "did not accept" not in zh.stderr  # the glossary's token
 
 
 def test_a_token_that_cannot_be_one_is_refused_before_it_is_sent(env, stub):
