@@ -86,7 +86,7 @@ def connect(insecure: bool, lang: str = "en", server: str | None = None, api_cla
 @client_command
 def login(server, token, insecure, lang):
     """Check your token with the course's server and keep it (a 0600 file in your config folder)."""
-    from grader.client.api import Api
+    from grader.client.api import logged_in_as
     from grader.client.config import check_token, check_token_url, normalize_server, save_login
 
     server = normalize_server(server)
@@ -94,14 +94,7 @@ def login(server, token, insecure, lang):
     if token is None:
         token = click.prompt(show.say(msg("Token"), lang), hide_input=True)
     token = check_token(token)
-    try:
-        with Api(server, token, insecure=insecure, lang=lang) as api:
-            me = api.me()
-    except ClientError as exc:
-        if exc.code != "unauthorized":
-            raise
-        # just given: not "log in again", but what was wrong with it
-        raise ClientError(msg("{error}; nothing was kept", error=exc.message), code=exc.code) from None
+    me = logged_in_as(server, token, insecure=insecure, lang=lang)
     path = save_login(server, token)
     echo(
         show.say(
@@ -201,6 +194,7 @@ def submit(exercise, path: Path, wait, fmt, lang, use_late_day, dry_run, insecur
             )
             return
         echo(show.say(msg("submission {id}: waiting for the grade", id=sub.id), lang), err=True)
+        from grader.client.api import graded
         from grader.client.wait import wait_until_finished
 
         sub = wait_until_finished(
@@ -210,20 +204,7 @@ def submit(exercise, path: Path, wait, fmt, lang, use_late_day, dry_run, insecur
                 msg("{status} {seconds} s", status=status_text(s.status), seconds=int(elapsed)), lang
             ),
         )
-        if sub.status == "failed":
-            raise ServerFailure(
-                msg("the server could not grade submission {id}; it does not count against you", id=sub.id)
-            )
-        if not sub.finished:
-            raise ServerFailure(
-                msg(
-                    "submission {id} is still {status} after {seconds:g} s; it will be graded: "
-                    "its report then: grader report {id}",
-                    id=sub.id,
-                    status=status_text(sub.status),
-                    seconds=WAIT_SECONDS,
-                )
-            )
+        sub = graded(sub)
         print_report(api.report(sub.id, fmt, lang), fmt)
     sys.exit(EXIT_PASS if sub.passed else EXIT_FAIL)
 

@@ -28,6 +28,7 @@ from grader import __version__
 from grader.client.config import check_token, check_token_url, normalize_server
 from grader.client.errors import ClientError, ServerFailure, from_answer, token_refused
 from grader.client.models import ExerciseInfo, ExerciseStatus, Me, Submission, SubmissionPage
+from grader.client.show import status_text
 from grader.limits import (
     CLIENT_JSON_CONTAINERS,
     CLIENT_JSON_VALUES,
@@ -38,6 +39,7 @@ from grader.limits import (
     HISTORY_SUBMISSIONS,
     LONG_POLL_SECONDS,
     SUBMISSIONS_PAGE_MAX,
+    WAIT_SECONDS,
 )
 from grader.locale import msg
 
@@ -298,3 +300,35 @@ class Api:
     def raw(self, path: str, **params) -> object:
         """The server's JSON for `path`, as it sent it (`--format json`)."""
         return self.request("GET", path, params=params).json()
+
+
+def logged_in_as(server: str, token: str, *, insecure: bool, lang: str) -> Me:
+    """Who `token` is on `server` (its /me), the check a login makes before it keeps the token:
+    a token the server refuses is said to be just given, not to log in again."""
+    try:
+        with Api(server, check_token(token), insecure=insecure, lang=lang) as api:
+            return api.me()
+    except ClientError as exc:
+        if exc.code != "unauthorized":
+            raise
+        raise ClientError(msg("{error}; nothing was kept", error=exc.message), code=exc.code) from None
+
+
+def graded(sub: Submission) -> Submission:
+    """The submission a wait ended with, if it was graded: ServerFailure when the server could
+    not grade it, or when it is still queued or grading after WAIT_SECONDS."""
+    if sub.status == "failed":
+        raise ServerFailure(
+            msg("the server could not grade submission {id}; it does not count against you", id=sub.id)
+        )
+    if not sub.finished:
+        raise ServerFailure(
+            msg(
+                "submission {id} is still {status} after {seconds:g} s; it will be graded: "
+                "its report then: grader report {id}",
+                id=sub.id,
+                status=status_text(sub.status),
+                seconds=WAIT_SECONDS,
+            )
+        )
+    return sub

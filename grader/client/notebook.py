@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 from grader.client import show
 from grader.client.errors import ClientError, Refused, ServerFailure
 from grader.errors import GraderError
-from grader.limits import MESSAGE_BYTES, NOTEBOOK_BYTES, NOTEBOOK_CELLS, REPORT_BYTES, WAIT_SECONDS
+from grader.limits import MESSAGE_BYTES, NOTEBOOK_BYTES, NOTEBOOK_CELLS, REPORT_BYTES
 from grader.locale import LANGS, Message, lang_from_env, msg, normalize_lang
 from grader.text import terminal
 
@@ -260,7 +260,7 @@ def login(server: str, token: str | None = None, *, lang: str | None = None, ins
 def _login(server: str, token: str | None, lang: str | None, shown_lang: str, insecure: bool) -> None:
     import getpass
 
-    from grader.client.api import Api
+    from grader.client.api import logged_in_as
     from grader.client.config import check_token, check_token_url, normalize_server, save_login
 
     server = normalize_server(server)
@@ -268,13 +268,7 @@ def _login(server: str, token: str | None, lang: str | None, shown_lang: str, in
     if token is None:
         token = getpass.getpass(show.say(msg("Token"), shown_lang) + ": ")
     token = check_token(token)
-    try:
-        with Api(server, token, insecure=insecure, lang=shown_lang) as api:
-            me = api.me()
-    except ClientError as exc:
-        if exc.code != "unauthorized":
-            raise
-        raise ClientError(msg("{error}; nothing was kept", error=exc.message), code=exc.code) from None
+    me = logged_in_as(server, token, insecure=insecure, lang=shown_lang)
     path = save_login(server, token, lang=normalize_lang(lang) if lang else None)
     out(
         msg(
@@ -372,7 +366,7 @@ def _submit(
     use_late_day: bool,
     insecure: bool,
 ) -> None:
-    from grader.client.api import Api
+    from grader.client.api import Api, graded
 
     with Api(server, token, insecure=insecure, lang=lang) as api:
         info = api.exercise(exercise)
@@ -413,21 +407,7 @@ def _submit(
                 lang,
             )
             return
-        sub = waited(api, sub, lang)
-        if sub.status == "failed":
-            raise ServerFailure(
-                msg("the server could not grade submission {id}; it does not count against you", id=sub.id)
-            )
-        if not sub.finished:
-            raise ServerFailure(
-                msg(
-                    "submission {id} is still {status} after {seconds:g} s; it will be graded: "
-                    "its report then: grader report {id}",
-                    id=sub.id,
-                    status=show.status_text(sub.status),
-                    seconds=WAIT_SECONDS,
-                )
-            )
+        sub = graded(waited(api, sub, lang))
         show_report(api, sub, lang)
 
 
