@@ -8,7 +8,7 @@ setup:
 # then grade a small class into the embedded defaults: a SQLite gradebook and the local pool.
 demo: setup
 	-.venv/bin/grader grade day49-bughunt exercises/day49-bughunt/starter
-	rm -rf demo/class && mkdir -p demo && .venv/bin/python -m grader.sampleclass day49-data 12 demo/class --hostile syntax-error \
+	rm -rf demo/class && mkdir -p demo && .venv/bin/python -m grader.course.sampleclass day49-data 12 demo/class --hostile syntax-error \
 		>demo/class-kinds.txt && awk '$$2 ~ /^hostile:/ {print "sample class: " $$1 " is " $$2 ", meant to fail"}' demo/class-kinds.txt
 	.venv/bin/grader batch day49-data demo/class --db demo/gradebook.db --out demo/out
 	@echo "class report: demo/out/class.html   gradebook: demo/gradebook.db"

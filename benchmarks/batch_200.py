@@ -4,7 +4,7 @@ into PostgreSQL (a throwaway cluster, fsync on); the two gradebooks must agree g
     .venv/bin/python benchmarks/batch_200.py                      # day49-bughunt, 200 learners, 2 workers
     .venv/bin/python benchmarks/batch_200.py --n 40 --backends sqlite
 
-The class (grader/sampleclass.py): the reference solution and the correct alternatives, every
+The class (grader/course/sampleclass.py): the reference solution and the correct alternatives, every
 mutant of the exercise (buggy), and hostile learners: an endless loop at import, a syntax error, a
 malformed diagnosis.toml, a missing file. day49-bughunt is the exercise with both a Python file and
 a TOML answer sheet, so every kind of hostile submission applies. It takes several minutes on 2
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.sampleclass import make_class  # noqa: E402
+from grader.course.sampleclass import make_class  # noqa: E402
 from grader.store import Gradebook  # noqa: E402
 
 HOSTILE = ("import-loop", "syntax-error", "malformed-toml", "missing-file")

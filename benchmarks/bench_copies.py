@@ -9,7 +9,7 @@ where each file is one of day49-data's solution, its correct alternatives and it
 most pairs of learners share most of their code, and every such pair has its overlap counted),
 with a helper function of the learner's own appended so that no two files are the same bytes.
 The starter is each file's boilerplate. Printed:
-the time of grader.copies.find_copies (fingerprints and comparisons; copydetect's import apart),
+the time of grader.course.copies.find_copies (fingerprints and comparisons; copydetect's import apart),
 (and, timed again on their own, the fingerprints: copydetect's Pygments tokenizing), and how
 many identical groups and near-copy pairs it found.
 """
@@ -26,10 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.copies import find_copies, fingerprints, own_files  # noqa: E402
-from grader.exercises import load_exercise, starter_files  # noqa: E402
-from grader.mutants import apply_mutant  # noqa: E402
-from grader.sampleclass import renamed_locals, templates  # noqa: E402
+from grader.course.copies import find_copies, fingerprints, own_files  # noqa: E402
+from grader.catalog.exercises import load_exercise  # noqa: E402
+from grader.catalog.starters import starter_files  # noqa: E402
+from grader.mutation.known import apply_mutant  # noqa: E402
+from grader.course.sampleclass import renamed_locals, templates  # noqa: E402
 
 EXERCISE = "day49-data"
 

@@ -5,7 +5,7 @@
 The base commit is checked out in a temporary `git worktree` (removed at the end) and, in one run,
 one fresh grading process per tree (cwd and PYTHONPATH at that tree, the same .venv python)
 grades each code exercise's solution and its starter (a failing submission, whose failed checks
-are named by replaying them on the mutants) with `grader.grading.grade`: one warm-up grade, then
+are named by replaying them on the mutants) with `grader.grading.grade.grade`: one warm-up grade, then
 --repeats grades (more for a cheap one, see MEASURED_SECONDS) whose CPU seconds are averaged.
 The table prints base and head side by side, with base / head per row. Target: every solution's
 grade at least 1.5 times cheaper than at bb88852 (the script exits 1 when one is not; the
@@ -28,7 +28,7 @@ A grade's CPU seconds are split into:
            module of that name: CallBudgets._measure and _twin, budgets._seconds_per_step).
   wire     the grading process's side of the jail's round trips: `Jail.request` and
            `Jail.wait_ready` (encoding, the socket's system calls, decoding the reply).
-  naming   `grader.fingerprints.Namer` calls: replaying failed checks on the mutants.
+  naming   `grader.grading.fingerprints.Namer` calls: replaying failed checks on the mutants.
   pytest   the rest of the grading process: pytest, hypothesis, the hidden tests' own code,
            budgets, assembling the grade.
 A wrapped call's CPU (time.process_time) goes to the outermost category it runs in; a category
@@ -88,8 +88,8 @@ class Meter:
         import inspect
         import pkgutil
 
-        import grader.budgets
-        import grader.fingerprints
+        import grader.grading.budgets
+        import grader.grading.fingerprints
         import grader.jail.client
         import reference_model
 
@@ -114,14 +114,14 @@ class Meter:
                 setattr(reference_model, attr, getattr(sys.modules[module], attr))
         # the budgets' timing of a call's counterpart: reference_model's, or the exercise
         # solution's where reference_model has no module of that name (the bug hunt's train())
-        calls = grader.budgets.CallBudgets
+        calls = grader.grading.budgets.CallBudgets
         calls._measure = self.wrap("reference", calls._measure)
         calls._twin = self.wrap("reference", calls._twin)
-        grader.budgets._seconds_per_step = self.wrap("reference", grader.budgets._seconds_per_step)
+        grader.grading.budgets._seconds_per_step = self.wrap("reference", grader.grading.budgets._seconds_per_step)
         client = grader.jail.client.Jail
         client.request = self.wrap("wire", client.request)
         client.wait_ready = self.wrap("wire", client.wait_ready)
-        namer = grader.fingerprints.Namer
+        namer = grader.grading.fingerprints.Namer
         namer.__call__ = self.wrap("naming", namer.__call__)
 
 
@@ -164,7 +164,7 @@ def descendants_cpu() -> float:
 def measure(tree: Path, exercises: list[str], repeats: int) -> dict:
     sys.path.insert(0, str(tree))
     os.chdir(tree)
-    from grader.grading import grade
+    from grader.grading.grade import grade
 
     meter = Meter()
     meter.install()

@@ -5,7 +5,7 @@
 On the same N day45-attention submissions (copies of the solution, every fifth with a small bug)
 it times:
   (a) the hidden checks run in this process with no isolation at all: the floor;
-  (b) this grader: grader.grading.grade(), one jail per submission forked from the warm zygote;
+  (b) this grader: grader.grading.grade.grade(), one jail per submission forked from the warm zygote;
   (c) the naive way: a fresh `python -m pytest` process over the hidden tests per submission;
 and prints the three rows, b/a (target <= 1.3) and c/b (target >= 4), then the wall time of
 `grader grade` cold (a new process, a new zygote) on one submission (target <= 3 s).
@@ -58,12 +58,12 @@ def rows_a_b(subs) -> tuple[float, list, float, list, str, float, float]:
     see the same machine: on a shared machine the load drifts more than the effect measured."""
     from inprocess import InProcessSubmission
 
-    from grader.doctor import ensure_sound
-    from grader.exercises import exercise_dir, load_exercise
-    from grader.grading import grade
+    from grader.jail.doctor import ensure_sound
+    from grader.catalog.exercises import exercise_dir, load_exercise
+    from grader.grading.grade import grade
     from grader.jail import launcher
-    from grader.runner import run_hidden_tests
-    from grader.session import freeze_long_lived_objects
+    from grader.grading.runner import run_hidden_tests
+    from grader.grading.session import freeze_long_lived_objects
     hidden = exercise_dir(EXERCISE) / "hidden"
     exercise = load_exercise(EXERCISE)
     t = time.perf_counter()

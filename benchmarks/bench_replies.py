@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_replies.py [--corpus] [--only NAME ...]
 
-Each submission is graded in a fresh grading process (`grader.grading.grade`, day45-attention,
+Each submission is graded in a fresh grading process (`grader.grading.grade.grade`, day45-attention,
 the adversarial corpus's short limits), and that process's own peak RSS (ru_maxrss) and
 wall time are printed beside the reference solution's, with their ratios (target: RSS <= 2x).
 The rows are the solution, then every forged reply of tests/adversarial/replies.py (32 MiB of
@@ -38,8 +38,8 @@ SOLUTION = ROOT / "exercises" / "day45-attention" / "solution" / "attention.py"
 GRADE_ONE = """
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
-import grader.grading as grading
-from grader.exercises import load_exercise
+import grader.grading.grade as grading
+from grader.catalog.exercises import load_exercise
 from grader.models import Limits
 exercise = load_exercise("day45-attention").model_copy(update={{"limits": Limits(
     wall_seconds=30, call_seconds=10, memory_mb=1024, processes=32, file_size_mb=64)}})

@@ -1,7 +1,7 @@
 """The hidden tests' `submission` fixture without a jail: learner modules imported into this process.
 
 For the benchmark's floor (row a) and the naive row (c) only. It answers the same calls as
-grader.session.SubmissionSession, with the learner's real objects instead of handles, and reuses
+grader.grading.session.SubmissionSession, with the learner's real objects instead of handles, and reuses
 the worker's own operations so that both sides do the same work.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _is_data(value) -> bool:
 
 
 class Local:
-    """A learner object in this process, behaving like grader.session.Remote: exceptions the
+    """A learner object in this process, behaving like grader.grading.session.Remote: exceptions the
     learner's code raises become LearnerError, objects that are not data stay wrapped."""
 
     def __init__(self, obj):

@@ -11,8 +11,8 @@
     │   │   │   └── MutantError     mutants/*.toml
     │   │   ├── SourceError         a class's SOURCE cannot be read (missing, unsafe, too big)
     │   │   ├── NotebookError       a learner's notebook (.ipynb) cannot be read: too large, not
-    │   │   │                       JSON, not nbformat 4, a %%writefile to a path (grader.notebooks);
-    │   │   │                       grader.sources makes it that learner's problem, never the batch's
+    │   │   │                       JSON, not nbformat 4, a %%writefile to a path (grader.intake.notebooks);
+    │   │   │                       grader.intake.sources makes it that learner's problem, never the batch's
     │   │   ├── BatchError          a batch cannot run: SOURCE, gradebook, scheduler, the jail
     │   │   ├── store.StoreError    the gradebook cannot be opened or used (also a RuntimeError)
     │   │   │   ├── store.migrate.SchemaError   its schema is newer than this grader
@@ -62,7 +62,7 @@ adds 3 (refused for now: closed, not open, over the limit) and 4 (a failure on t
 Each class carries its code as `exit_code`; a command that lets a GraderError through exits with it.
 
 Every class is importable from here and, as before, from the module that raises it
-(grader.submission.UsageError, grader.jail.client.JailError, grader.doctor.JailUnsound, ...).
+(grader.intake.submission.UsageError, grader.jail.client.JailError, grader.jail.doctor.JailUnsound, ...).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class SourceError(UsageError):
 
 
 class NotebookError(UsageError):
-    """A learner's notebook cannot be read or assembled (grader.notebooks); names the notebook."""
+    """A learner's notebook cannot be read or assembled (grader.intake.notebooks); names the notebook."""
 
 
 class BatchError(UsageError):

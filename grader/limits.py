@@ -35,7 +35,7 @@ For every exercise:
     HELPER_BYTES                  256 KiB   ... and their size together (more: left out,
                                             with a warning)
     NOTEBOOK_BYTES                8 MiB     a notebook (.ipynb), outputs included, before it
-                                            is parsed (grader.notebooks) ...
+                                            is parsed (grader.intake.notebooks) ...
     NOTEBOOK_CELLS                2,000     ... its cells, the code in them (characters) ...
     NOTEBOOK_CODE_CHARS           2 Mi
     NOTEBOOK_NOTES                50        ... and the notes of what assembling it left out
@@ -199,11 +199,11 @@ class Limits(BaseModel):
 
 
 # -- learner files ----------------------------------------------------------------------------
-LEARNER_FILE_BYTES = 1 * MiB  # one learner file (grader.submission, grader.sources)
+LEARNER_FILE_BYTES = 1 * MiB  # one learner file (grader.intake.submission, grader.intake.sources)
 SUBMISSION_BYTES = 8 * MiB  # all files of one submission, as the jail receives them
-HELPER_FILES = 16  # a learner's own helper modules (grader.sources.match_files) ...
+HELPER_FILES = 16  # a learner's own helper modules (grader.intake.sources.match_files) ...
 HELPER_BYTES = 256 * KiB  # ... and their bytes together; past either, the rest is left out
-# a notebook, assembled into learner files (grader.notebooks): its bytes (its outputs, plots
+# a notebook, assembled into learner files (grader.intake.notebooks): its bytes (its outputs, plots
 # included, are read too: "clear all outputs" is the hint), its cells, and the notes it carries
 NOTEBOOK_BYTES = 8 * MiB
 NOTEBOOK_CELLS = 2_000  # a course's notebook has a few hundred at most
@@ -213,11 +213,11 @@ NOTEBOOK_CODE_CHARS = 2 * MiB
 NOTEBOOK_NOTES = 50
 JAIL_READY_SECONDS = 30.0  # a jail's start-up, when call_seconds is longer
 
-# -- time per call (grader.budgets): max(floor, factor x the reference's own time for that call) --
+# -- time per call (grader.grading.budgets): max(floor, factor x the reference's own time for that call) --
 CALL_FLOOR_SECONDS = 2.0  # any call into the jail may take this long, however fast the reference
 CALL_BUDGET_FACTOR = 20.0  # ... or this many times the reference's time for the same call
 CALL_TIMING_SECONDS = 0.5  # a reference call timed no longer than this (the bug hunt's whole train())
-# -- naming a failed check's bug (grader.replay, grader.fingerprints) -------------------------
+# -- naming a failed check's bug (grader.grading.replay, grader.grading.fingerprints) ---------------
 REPLAY_EVENTS = 200  # requests of one check recorded for replay; the rest are not compared
 REPLAY_VALUE_ELEMENTS = 1 << 20  # a reply with more tensor elements is not kept for comparing
 FINGERPRINT_SECONDS = 20.0  # naming one submission's bugs, in all (replays and jail reruns)
@@ -228,14 +228,14 @@ STACK_SAMPLE_BYTES = 16 * KiB  # ... and read of it (the text is the learner's)
 STACK_FRAMES = 3  # the learner's frames kept from it, innermost first
 
 # -- what a grading process keeps for the next grade (least recently used dropped first) --------
-# a mutant's answers to a failed check's requests (grader.replay: deterministic, and learners with
+# a mutant's answers to a failed check's requests (grader.grading.replay: deterministic, and learners with
 # one bug fail one check alike, with the same requests) ...
 REPLAY_CACHE_BYTES = 128 * MiB
-BUDGET_SIGNATURES = 10_000  # ... the reference's time per call signature (grader.budgets) ...
-EXPLORED_RUNS = 500  # ... an exploration's drawn cases, when none failed (grader.explore) ...
-PYTEST_SESSIONS = 16  # ... a pytest session with an exercise's hidden tests collected (grader.runner)
+BUDGET_SIGNATURES = 10_000  # ... the reference's time per call signature (grader.grading.budgets) ...
+EXPLORED_RUNS = 500  # ... an exploration's drawn cases, when none failed (grader.grading.explore) ...
+PYTEST_SESSIONS = 16  # ... a pytest session with an exercise's hidden tests collected (grader.grading.runner)
 
-# -- archives (grader.sources: a class's export, read in memory, never extracted) ------------
+# -- archives (grader.intake.sources: a class's export, read in memory, never extracted) ------------
 ARCHIVE_MEMBERS = 50_000  # members of one archive
 ARCHIVE_BYTES = 2 * GiB  # an archive on disk, and its members' declared inflated size
 NESTED_ARCHIVE_BYTES = 64 * MiB  # a learner's own zip inside the export
@@ -249,7 +249,7 @@ LEARNER_FOLDER_FILES = 5_000  # one learner's folder: more fails that learner, a
 LEARNER_ID_CHARS = 200  # a learner id (an alias bomb made a 5 MB one); longer ends in a hash.
 # The gradebook's learners.key column is this long (PostgreSQL refused a 256-character id).
 # a batch whose learners mostly hand in none of the exercise's files by name was likely started
-# with the wrong exercise (grader.sources.wrong_exercise; refused unless --force): more than this
+# with the wrong exercise (grader.intake.sources.wrong_exercise; refused unless --force): more than this
 # share of the learners who handed in files, and at least this many (one odd learner is no pattern)
 WRONG_EXERCISE_SHARE = 0.5
 WRONG_EXERCISE_LEARNERS = 2
@@ -270,10 +270,10 @@ MSGID_CHARS = 4 * KiB  # a message's id: its English template, the grader's own 
 DATA_ITEMS = 1_000  # entries of one list or dict inside a grade's data
 DATA_DEPTH = 8  # nesting of a grade's data
 
-# -- the batch (grader.batch) ------------------------------------------------------------------
+# -- the batch (grader.course.batch) ------------------------------------------------------------------
 GRADER_ATTEMPTS = 3  # gradings of one submission and version the grader may fail, then `crash`
 
-# -- copies in the class report (grader.copies): a hint for a person, never a verdict ---------
+# -- copies in the class report (grader.course.copies): a hint for a person, never a verdict ---------
 # Winnowing as copydetect (and MOSS) does it, over the code with names and strings replaced by one
 # letter each (so renamed variables still match), the starter's fingerprints removed: a match
 # must be COPY_NOISE_CHARS of that code long to count, and any match of COPY_GUARANTEE_CHARS is
@@ -344,7 +344,7 @@ FD_RESERVE = 256  # ... less these: the gradebook, the workers' pipes, the logs,
 LISTEN_BACKLOG = 128
 UPLOAD_MEMORY_BYTES = 256 * KiB  # of an upload kept in memory; the rest is spooled to a temporary file
 
-# -- quiz answers (grader.answers) ------------------------------------------------------------
+# -- quiz answers (grader.catalog.answers) ------------------------------------------------------------
 ANSWER_CHARS = 200  # a string answer, before and after normalisation
 ANSWER_ELEMENTS = 10_000  # a list answer, all elements together
 ANSWER_DIMS = 4  # nesting depth of a list answer

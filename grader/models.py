@@ -43,7 +43,7 @@ SYMPTOMS = (
     "memory-limit",
 )
 # The shipped rule catalog: id -> English title (an N_ msgid, translated in the .po). An
-# exercise may declare rules of its own in exercise.toml `[[rules]]` (grader.rules joins them).
+# exercise may declare rules of its own in exercise.toml `[[rules]]` (grader.catalog.rules joins them).
 SHIPPED_RULES = {
     "attention-scaling": N_("attention scaling"),
     "causal-mask": N_("causal mask"),
@@ -65,7 +65,7 @@ RULE_ID = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
 Symptom = Literal[SYMPTOMS]  # type: ignore[valid-type]
 # A rule is an open id (shipped or declared by an exercise): whether a check may use it is
-# checked against the exercise's catalog where the hidden tests are collected (grader.runner),
+# checked against the exercise's catalog where the hidden tests are collected (grader.grading.runner),
 # so a stored grade of any rule stays readable.
 Rule = Annotated[str, StringConstraints(pattern=RULE_ID, max_length=64)]
 ErrorKind = Literal["timeout", "memory", "crash", "sandbox", "invalid-submission"]
@@ -215,7 +215,7 @@ class Exercise(BaseModel):
     limits: Limits = Limits()
     rules: list[DeclaredRule] = []
     # the starter is the solution with these mutants' bugs (a bug hunt): each must be caught and
-    # named, and these symptoms reported (grader.mutants.cases)
+    # named, and these symptoms reported (grader.mutation.verify.cases)
     starter_mutants: list[str] = []
     starter_symptoms: list[Symptom] = []
     mutation: Mutation = Mutation()
@@ -252,7 +252,7 @@ class CheckResult(Said):
     title_i18n: dict[str, str] = {}  # lang -> title, where the title is data (quiz questions)
     curve: TrainingCurve | None = None  # the training probe's losses, pass or fail
     # the failed checks this failed one builds on, followed down to their own root
-    # (grader.runner.root_causes): the report shows those first and this one under them
+    # (grader.grading.runner.root_causes): the report shows those first and this one under them
     caused_by: list[str] = []
 
     _parts = ("curve",)
@@ -353,7 +353,7 @@ class Grade(Record):
     warnings: list[Note] = []
     output: Printed = Printed()
     duration_s: float = 0.0
-    naming_s: float = 0.0  # of duration_s, the time naming the bugs took (grader.fingerprints)
+    naming_s: float = 0.0  # of duration_s, the time naming the bugs took (grader.grading.fingerprints)
     grader_version: str = ""
     student: str | None = None
     adjustments: list[Adjustment] = []  # applied when read from the gradebook, never by grading

@@ -1,5 +1,7 @@
 """What hidden tests use besides the `submission` fixture: the check marker, teaching failures,
-the tolerance rule, and the synthetic corpus of the training probe.
+the tolerance rule, the synthetic corpus of the training probe, and the quiz answers' and
+diagnosis sheets' judges. The one module a hidden test imports from the grader: what it needs
+of the grader's packages is re-exported here, so their layout can change under it.
 
 Hidden tests run in the trusted process. They hold reference results and compare with what came
 back from the jail; they never import learner code.
@@ -16,7 +18,13 @@ import numpy as np
 import pytest
 import torch
 
-from grader.explore import (  # noqa: F401  (re-exported for hidden tests)
+from grader.catalog.answers import RealQuestion, check_answer  # noqa: F401  (re-exported for hidden tests)
+from grader.catalog.diagnosis_sheet import (  # noqa: F401  (re-exported for hidden tests)
+    AcceptedDiagnosis,
+    judge_bug,
+    symptom_letter,
+)
+from grader.grading.explore import (  # noqa: F401  (re-exported for hidden tests)
     FLOAT_DTYPES,
     batch_dims,
     conditioned_tolerance,
@@ -30,9 +38,18 @@ from grader.explore import (  # noqa: F401  (re-exported for hidden tests)
     sizes,
     tensors,
 )
+from grader.grading.failures import (  # noqa: F401  (re-exported for hidden tests)
+    TOLERANCE_FACTOR,
+    CheckFailure,
+    Unusable,
+    attach,
+    fail,
+    take_attachments,
+    tolerance,
+)
+from grader.grading.session import Remote
 from grader.jail.client import LearnerError  # re-exported for hidden tests, and used below
-from grader.locale import N_, Message, msg  # noqa: F401  (re-exported for hidden tests)
-from grader.session import Remote
+from grader.locale import N_, Message, join, msg  # noqa: F401  (re-exported for hidden tests)
 
 
 def check(*, points: float, rule: str, day: int, title: str = "", needs: tuple[str, ...] = ()):
@@ -42,59 +59,6 @@ def check(*, points: float, rule: str, day: int, title: str = "", needs: tuple[s
     "split-and-merge-heads"): when one of them fails too, the report groups this failure under
     it as its root cause. Points are still decided per check."""
     return pytest.mark.check(points=points, rule=rule, day=day, title=title, needs=tuple(needs))
-
-
-class CheckFailure(AssertionError):
-    """A failed check with its symptoms and diagnoses as data, not just text.
-
-    `message` (and each diagnosis's "message") is best a `msg(...)`: English text that keeps its
-    template and params, so the report can show it in the learner's language.
-    """
-
-    def __init__(self, message: str, symptoms=(), diagnosis=(), evidence=None):
-        super().__init__(message)
-        self.message = message
-        self.symptoms = list(symptoms)
-        self.diagnosis = list(diagnosis)  # [{"rule", "day", "mutant", "message"}]
-        self.evidence = dict(evidence or {})
-
-
-class Unusable(CheckFailure):
-    """A check reached a learner file that cannot be used (its located problem) or a name its
-    module lacks (grader.session): no input changes that, so an explorer re-raises it as it is,
-    never shrunk."""
-
-
-def fail(message: str, *, symptoms=(), diagnosis=(), **evidence) -> NoReturn:
-    raise CheckFailure(message, symptoms=symptoms, diagnosis=diagnosis, evidence=evidence)
-
-
-# -- data a check attaches to its result, pass or fail (the runner collects it) -----------------
-
-_ATTACHED: dict = {}
-
-
-def attach(**data) -> None:
-    """Attach data to the result of the check now running (e.g. curve=TrainingCurve)."""
-    _ATTACHED.update(data)
-
-
-def take_attachments() -> dict:
-    data = dict(_ATTACHED)
-    _ATTACHED.clear()
-    return data
-
-
-# The tolerance rule: a result computed in `dtype` whose entries each sum `reduction` terms may
-# differ from the float64 truth by about eps * sqrt(reduction) (random-walk rounding); we allow 32
-# times that, relative and absolute, so any correct order of operations passes while a real bug
-# (a wrong scale, a missing term) is orders of magnitude larger. Never tuned per check.
-TOLERANCE_FACTOR = 32.0
-
-
-def tolerance(dtype: torch.dtype, reduction: int = 1) -> float:
-    eps = torch.finfo(dtype).eps
-    return TOLERANCE_FACTOR * eps * math.sqrt(max(reduction, 1))
 
 
 def type_name(value) -> str:

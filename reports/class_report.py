@@ -25,7 +25,7 @@ and the link to their published report), or bare Grades (as a grading server's p
   failures built on it there were in all;
 - lateness: how many were late, the median minutes late (where the time is known), the late
   penalties and overrides applied (Grade.adjustments) and the points they moved;
-- copies (grader.copies): identical submissions and near copies with the starter excluded, each a
+- copies (grader.course.copies): identical submissions and near copies with the starter excluded, each a
   hint for a person to look at, never a verdict;
 - how many submissions could not be graded normally, by error kind ("no-submission" apart:
   reports.labels.error_kind).
@@ -50,11 +50,11 @@ from urllib.parse import quote
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict
 
-from grader.copies import Copies, code_text, find_copies, segments
+from grader.catalog.rules import all_rules
+from grader.course.copies import Copies, code_text, find_copies, segments
 from grader.limits import COPY_PAIRS_SHOWN, COPY_VIEW_CHARS, COPY_VIEWS
 from grader.locale import normalize_lang
 from grader.models import CheckResult, Diagnosis, Grade
-from grader.rules import all_rules
 from grader.text import visible
 from reports import svg
 from reports.gradebook import diagnosed, render_csv
@@ -114,7 +114,7 @@ class ClassEntry(BaseModel):
 def class_entries(current, stored, names: Mapping[str, str] | None = None) -> list[ClassEntry]:
     """ClassEntries from the gradebook: its current grades (grader.store CurrentGrade) and stored
     submissions (StoredSubmission, with their files); `names` (learner -> file name, as
-    grader.batch.output_names gives them) links each row to `learners/<name>.html`."""
+    grader.course.learners.output_names gives them) links each row to `learners/<name>.html`."""
     files = {s.id: s.files for s in stored}
     return [
         ClassEntry(
@@ -283,7 +283,7 @@ def lateness(entries: Sequence[ClassEntry]) -> LatenessStat:
 
 
 def class_copies(entries: Sequence[ClassEntry], starter: Mapping[str, bytes] | None) -> Copies:
-    """grader.copies over the learners who handed in files (one exercise: a report of several
+    """grader.course.copies over the learners who handed in files (one exercise: a report of several
     compares only within each)."""
     by_exercise: dict[str, dict[str, dict[str, bytes]]] = {}
     for e in entries:

@@ -41,10 +41,10 @@ MAX_CELL = 1024
 
 
 def _rules() -> list[str]:
-    """A score column per rule: the shipped ones and those the exercises declare (grader.rules;
+    """A score column per rule: the shipped ones and those the exercises declare (grader.catalog.rules;
     the shipped ones alone on an install without the exercises)."""
     try:
-        from grader.rules import all_rules
+        from grader.catalog.rules import all_rules
     except ImportError:
         return list(RULES)
     return all_rules()

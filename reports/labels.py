@@ -8,7 +8,7 @@ from __future__ import annotations
 from grader.locale import N_, translate
 from grader.models import SHIPPED_RULES
 
-RULES = SHIPPED_RULES  # the shipped rules; exercises may declare more (grader.rules)
+RULES = SHIPPED_RULES  # the shipped rules; exercises may declare more (grader.catalog.rules)
 
 SYMPTOMS = {
     "nan-forward": N_("NaN on the first forward pass"),
@@ -32,7 +32,7 @@ ERRORS = {
     "sandbox": N_("stopped by the sandbox"),
     "invalid-submission": N_("invalid submission"),
     # not an error kind of SPEC: an invalid-submission grade of a learner who handed in no file at
-    # all (grader.submission.is_no_submission), counted apart in the class report and exports
+    # all (grader.intake.incoming.is_no_submission), counted apart in the class report and exports
     "no-submission": N_("no submission"),
 }
 
@@ -85,7 +85,7 @@ HIDDEN_EVIDENCE = frozenset(
 
 
 def rule_label(rule: str, lang: str) -> str:
-    from grader.rules import rule_title
+    from grader.catalog.rules import rule_title
 
     return rule_title(rule, lang)
 
@@ -100,8 +100,8 @@ def error_label(kind: str, lang: str) -> str:
 
 def error_kind(grade) -> str | None:
     """The kind a report or export counts a grade's error under: its GradeError.kind, but
-    "no-submission" for a learner who submitted no file (grader.submission.is_no_submission)."""
-    from grader.submission import is_no_submission
+    "no-submission" for a learner who submitted no file (grader.intake.incoming.is_no_submission)."""
+    from grader.intake.incoming import is_no_submission
 
     if grade.error is None:
         return None

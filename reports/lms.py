@@ -1,6 +1,6 @@
 """The grade-import files of the learning management systems: Canvas' and Moodle's, as they read them.
 
-Three tables, each a pure function of `ImportRow`s (grader/publish.py gathers them):
+Three tables, each a pure function of `ImportRow`s (grader/course/publish.py gathers them):
 
 - `render_canvas_csv`: Canvas' gradebook import (Grades → Import). Canvas reads the header row
   `Student, ID, SIS User ID, SIS Login ID, Section` (what its own export writes; its importer,

@@ -86,7 +86,7 @@ def rule_day(rule_label_text: str, day: int, lang: str) -> str:
 @cache
 def exercise_title(exercise_id: str, lang: str) -> str:
     try:
-        from grader.exercises import load_exercise
+        from grader.catalog.exercises import load_exercise
 
         title = load_exercise(exercise_id).title
     except Exception:  # noqa: BLE001 - a stored grade of an exercise this grader no longer has

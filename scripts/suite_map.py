@@ -7,7 +7,7 @@ same files, same options).
 
 runs `pytest -n 2 --dist loadgroup` (or the arguments given) with GRADER_GRADE_LOG set, so every
 grade, in the test process or in a CLI, server or pool process it started, logs one line naming
-its test (grader/grading.py log_grade); the JUnit XML gives each test's time. --read DIR prints
+its test (grader/grading/grade.py log_grade); the JUnit XML gives each test's time. --read DIR prints
 the map of a run already made into DIR.
 """
 

@@ -1,7 +1,7 @@
 """Grades of the corpus, graded once per test run and shared by every test that asserts on them
 (tests/README.md: reuse a stored grade unless the test's point is the grading itself).
 
-A grade is keyed by what decides it: the exercise's version (grader.batch.exercise_version: its
+A grade is keyed by what decides it: the exercise's version (grader.course.batch.exercise_version: its
 exercise.toml, hidden tests, key and solution), the bytes of every file of the submitted folder,
 and the grading options. The store is a folder shared by the xdist workers of one run; each
 grade is made under a file lock, so two workers never make the same grade, and is stored as a
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from grader.batch import exercise_version
+from grader.course.batch import exercise_version
 from grader.models import Grade
 
 
@@ -41,7 +41,7 @@ def grade_key(exercise: str, path: Path, options: dict) -> str:
 
 
 def _grade_apart(test_id: str, exercise: str, path: str, options: dict) -> Grade:
-    from grader.grading import grade
+    from grader.grading.grade import grade
 
     os.environ["GRADER_TEST_ID"] = test_id  # the suite's map names the test that asked first
     return grade(exercise, Path(path), **options)
@@ -69,9 +69,9 @@ class GradeStore:
         return self._pool.submit(_grade_apart, test_id, exercise, str(path), options).result()
 
     def grade(self, exercise: str, path: Path, **options) -> Grade:
-        """The grade of `path` as grader.grading.grade makes it, made once per run: a fresh copy
+        """The grade of `path` as grader.grading.grade.grade makes it, made once per run: a fresh copy
         for each caller, so that no test sees what another changed."""
-        from grader.exercises import load_exercise
+        from grader.catalog.exercises import load_exercise
 
         options = {"student": None, "name_bugs": True, "max_failures": None, **options}  # grade()'s defaults
         student = options["student"]

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from grader import __version__
 from grader.cli import main
-from grader.exercises import load_exercise
+from grader.catalog.exercises import load_exercise
 from grader.models import Grade
 from grader.text import terminal
 from reports.gradebook import FORMULA_START
@@ -81,7 +81,7 @@ class FakePool:
 
 def run(case: ClassCase, source, db, out, monkeypatch, *extra):
     pool = FakePool()
-    monkeypatch.setattr("grader.batch._executor", lambda workers, scheduler: pool)
+    monkeypatch.setattr("grader.course.batch._executor", lambda workers, scheduler: pool)
     result = CliRunner().invoke(
         main, ["batch", EXERCISE, str(source), "--db", db, "--out", str(out), "--no-progress", *extra]
     )

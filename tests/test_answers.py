@@ -1,4 +1,4 @@
-"""The answer engine (grader/answers.py) against SPEC.md's quiz answer keys.
+"""The answer engine (grader/catalog/answers.py) against SPEC.md's quiz answer keys.
 
 The three quiz tables of SPEC "Quiz exercises" are copied below as data, row by row, so a
 failure names the answer id it is about. Every key is graded right in its plain TOML form and
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from grader.answers import (
+from grader.catalog.answers import (
     MAX_CHARS,
     AnswerResult,
     ChoiceQuestion,

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from grader.automutants import (
+from grader.mutation.automutants import (
     AutoMutant,
     Cache,
     Equivalent,
@@ -121,7 +121,7 @@ def test_identical_code_mutant_is_dropped():
 
 
 def test_budget_spreads_over_operators_and_is_deterministic():
-    from grader.automutants import exercise_mutants, select
+    from grader.mutation.automutants import exercise_mutants, select
 
     ms = exercise_mutants("day49-data")
     operators = {m.operator for m in ms}
@@ -171,11 +171,11 @@ def test_cache_returns_what_was_put_for_the_same_inputs_only(tmp_path):
 
 
 def test_equivalents_toml_is_read_and_bad_input_named(tmp_path, monkeypatch):
-    import grader.exercises
-    from grader.automutants import mutation_floor, reviewed_equivalents
+    import grader.catalog.exercises
+    from grader.mutation.automutants import mutation_floor, reviewed_equivalents
     from grader.errors import UsageError
 
-    monkeypatch.setattr(grader.exercises, "exercise_dir", lambda _id: tmp_path)
+    monkeypatch.setattr(grader.catalog.exercises, "exercise_dir", lambda _id: tmp_path)
     assert reviewed_equivalents("x") == []
     (tmp_path / "exercise.toml").write_text('id = "x"\n')
     assert mutation_floor("x") == 0.95
@@ -193,7 +193,7 @@ def test_equivalents_toml_is_read_and_bad_input_named(tmp_path, monkeypatch):
 def test_auto_score_end_to_end_grades_caches_and_replays(tmp_path, monkeypatch):
     """day49-data with three mutants: one killed, one whose outputs the grader's inputs never
     tell apart (`batch_size <= 0` -> `< 0`), shown as a diff; the second run is all cached."""
-    import grader.automutants as A
+    import grader.mutation.automutants as A
 
     monkeypatch.setenv("GRADER_CACHE_DIR", str(tmp_path))
     every = A.exercise_mutants("day49-data")
@@ -213,8 +213,8 @@ def test_auto_score_end_to_end_grades_caches_and_replays(tmp_path, monkeypatch):
 
 
 def test_distinguishing_input_names_the_call_that_tells_a_mutant_apart():
-    from grader.automutants import distinguish, exercise_mutants, replay_solution, solution_files
-    from grader.grading import solution_trace
+    from grader.mutation.automutants import distinguish, exercise_mutants, replay_solution, solution_files
+    from grader.grading.grade import solution_trace
 
     files = solution_files("day49-data")
     solution = replay_solution("day49-data", solution_trace("day49-data"), files)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.sampleclass import make_class
+from grader.course.sampleclass import make_class
 from grader.store import Gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -363,8 +363,8 @@ def test_the_progress_bar_says_it_is_starting_workers_until_the_first_grade(caps
     """The seconds before a worker is up (a local pool warming torch) are said, not a silent 0/N."""
     from types import SimpleNamespace
 
-    from grader.batch import Tally, grade_into
-    from grader.exercises import load_exercise
+    from grader.course.batch import Tally, grade_into
+    from grader.catalog.exercises import load_exercise
 
     shown = []
 

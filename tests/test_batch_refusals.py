@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.exercises import all_exercises, load_exercise
-from grader.sources import class_verdict, read_source
+from grader.catalog.exercises import all_exercises, load_exercise
+from grader.intake.sources import class_verdict, read_source
 from tests.adversarial.classes import CODE, write
 from tests.test_batch import ROOT, grader
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercises import load_exercise
-from grader.sources import MAX_ARCHIVE_MEMBERS, SourceError, read_source
+from grader.catalog.exercises import load_exercise
+from grader.intake.sources import MAX_ARCHIVE_MEMBERS, SourceError, read_source
 from tests.adversarial.classes import CODE, damaged, write, zip_bytes
 
 DATA = load_exercise("day49-data")             # one file: data.py
@@ -158,11 +158,11 @@ def test_archive_symlinks_and_bombs_are_refused(tmp_path):
 def test_archive_caps_on_members_and_declared_size(tmp_path, monkeypatch):
     many = tmp_path / "many.zip"
     many.write_bytes(zip_bytes({f"s{i}/data.py": "x" for i in range(50)}))
-    monkeypatch.setattr("grader.sources.MAX_ARCHIVE_MEMBERS", 20)
+    monkeypatch.setattr("grader.intake.sources.MAX_ARCHIVE_MEMBERS", 20)
     with pytest.raises(SourceError, match="members"):
         read_source(many, DATA)
-    monkeypatch.setattr("grader.sources.MAX_ARCHIVE_MEMBERS", MAX_ARCHIVE_MEMBERS)
-    monkeypatch.setattr("grader.sources.MAX_ARCHIVE_BYTES", 1000)
+    monkeypatch.setattr("grader.intake.sources.MAX_ARCHIVE_MEMBERS", MAX_ARCHIVE_MEMBERS)
+    monkeypatch.setattr("grader.intake.sources.MAX_ARCHIVE_BYTES", 1000)
     big = tmp_path / "big.zip"
     big.write_bytes(zip_bytes({"a/data.py": "x" * 2000}))
     with pytest.raises(SourceError, match="inflate"):
@@ -232,7 +232,7 @@ def test_names_that_are_not_utf8_stay_distinct_and_stable_ids(tmp_path):
 
 def test_canonical_names_are_nfc_visible_and_capped():
     from grader.limits import LEARNER_ID_CHARS
-    from grader.sources import canonical_name
+    from grader.intake.sources import canonical_name
 
     assert canonical_name("Jose\u0301") == canonical_name("Jos\u00e9") == "Jos\u00e9"
     assert canonical_name("a\tb\x1b]0;x\x07") == "a\\u0009b\\u001b]0;x\\u0007"
@@ -243,7 +243,7 @@ def test_canonical_names_are_nfc_visible_and_capped():
 
 
 def test_output_file_names_are_unique_per_learner():
-    from grader.batch import output_names, safe_name
+    from grader.course.learners import output_names, safe_name
 
     hashed = safe_name("a b")
     assert hashed.startswith("a_b-") and safe_name(hashed) != hashed
@@ -305,7 +305,7 @@ def test_archive_caps_bite_before_zipfile_parses_the_directory(tmp_path, monkeyp
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 8 << 20                            # zipfile built nothing (686 MB before)
-    monkeypatch.setattr("grader.sources.MAX_ARCHIVE_MEMBERS", 20)
+    monkeypatch.setattr("grader.intake.sources.MAX_ARCHIVE_MEMBERS", 20)
     lying = bytearray(zip_bytes({f"s{i}/data.py": "x" for i in range(50)}))
     at = lying.rindex(b"PK\x05\x06")
     lying[at + 8:at + 12] = struct.pack("<2H", 3, 3)  # the record claims 3 entries: walked anyway
@@ -323,7 +323,7 @@ def test_small_members_count_towards_the_inflation_cap(tmp_path):
 
 
 def test_a_learner_folder_over_the_file_cap_fails_that_learner_alone(tmp_path, monkeypatch):
-    monkeypatch.setattr("grader.sources.MAX_FOLDER_FILES", 40)
+    monkeypatch.setattr("grader.intake.sources.MAX_FOLDER_FILES", 40)
     src = write(tmp_path / "class", {"alice/data.py": "A", **{f"mallory/f{i}.txt": "" for i in range(200)}})
     yielded = []
     real = os.scandir
@@ -342,7 +342,7 @@ def test_a_learner_folder_over_the_file_cap_fails_that_learner_alone(tmp_path, m
             for e in self.it:
                 yielded.append(e.name)
                 yield e
-    monkeypatch.setattr("grader.sources.os.scandir", Counting)
+    monkeypatch.setattr("grader.intake.sources.os.scandir", Counting)
     got = by_learner(read_source(src, DATA))
     assert got["alice"].files == {"data.py": b"A"}
     assert "more than 40 files" in got["mallory"].problem and got["mallory"].files == {}
@@ -405,7 +405,7 @@ def test_dot_folders_macosx_and_checkpoints_are_never_learners_nor_their_files(t
 
 
 def test_ignored_names_live_in_one_rule():
-    from grader.sources import IGNORED, ignored_name
+    from grader.intake.sources import IGNORED, ignored_name
 
     assert all(map(ignored_name, [*IGNORED, ".git", ".venv", ".DS_Store", "._data.py", ".x"]))
     assert not any(map(ignored_name, ["data.py", "alice", "__init__.py", "x.git"]))
@@ -442,7 +442,7 @@ def unicode_path(raw: bytes, name: str) -> bytes:
 
 
 def names_in(data: bytes) -> list[str]:
-    from grader.sources import read_zip
+    from grader.intake.sources import read_zip
 
     return sorted(str(p) for p in read_zip(data, DATA))
 
@@ -531,7 +531,7 @@ def test_moodle_file_times_set_submitted_at_to_the_newest_file(tmp_path):
 
 
 def test_an_empty_moodle_folder_is_no_submission(tmp_path):
-    from grader.submission import NO_FILES_SUBMITTED
+    from grader.intake.incoming import NO_FILES_SUBMITTED
 
     src = write(tmp_path / "moodle", {"Jane Doe_12345_assignsubmission_file_/data.py": "J"})
     (src / "Li Wei_777_assignsubmission_file_").mkdir()
@@ -551,8 +551,8 @@ def test_an_empty_moodle_folder_is_no_submission(tmp_path):
 
 
 def test_no_submission_grades_are_counted_apart_in_the_class_report_and_exports():
-    from grader.batch import failed
-    from grader.submission import is_no_submission, no_files_submitted
+    from grader.course.learners import failed
+    from grader.intake.incoming import is_no_submission, no_files_submitted
     from reports.class_report import summarize
     from reports.gradebook import row
 
@@ -564,9 +564,9 @@ def test_no_submission_grades_are_counted_apart_in_the_class_report_and_exports(
 
 
 def test_a_class_of_another_exercise_is_warned_about():
-    from grader.exercises import all_exercises
-    from grader.sources import Found, wrong_exercise
-    from grader.submission import Incoming
+    from grader.catalog.exercises import all_exercises
+    from grader.intake.sources import Found, wrong_exercise
+    from grader.intake.incoming import Incoming
 
     def learner(key, *names):
         return Incoming(key, {}, names=frozenset(names))
@@ -638,7 +638,7 @@ def test_a_batch_refuses_the_wrong_exercise_grades_it_with_force_and_records_the
     import sys
 
     from grader.store import Gradebook
-    from grader.submission import is_no_submission
+    from grader.intake.incoming import is_no_submission
     from reports.gradebook import render_export_csv
     from tests.test_batch import ROOT, copy_exercise
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import torch
 
 import reference_model as ref
-from grader.budgets import CallBudgets, _reference_module
-from grader.grading import grade
+from grader.grading.budgets import CallBudgets, _reference_module
+from grader.grading.grade import grade
 from grader.jail.client import learner_frames
 from grader.jail.wire import Handle
 from grader.limits import CALL_FLOOR_SECONDS, STACK_FRAMES

@@ -18,10 +18,11 @@ import pytest
 from bs4 import BeautifulSoup
 from click.testing import CliRunner
 
-from grader.copies import find_copies
-from grader.exercises import exercise_dir, load_exercise, starter_files
+from grader.course.copies import find_copies
+from grader.catalog.exercises import exercise_dir, load_exercise
+from grader.catalog.starters import starter_files
 from grader.models import Adjustment, CheckResult, Diagnosis, Grade
-from grader.sampleclass import renamed_locals
+from grader.course.sampleclass import renamed_locals
 from reports.class_report import ClassEntry, render_class_html, render_items_csv, summarize
 
 EXERCISE = "day49-data"
@@ -299,7 +300,7 @@ def test_the_overlap_count_is_copydetects():
     count copydetect's compare_files gives for the same fingerprints."""
     from copydetect import compare_files
 
-    from grader.copies import fingerprints, overlap
+    from grader.course.copies import fingerprints, overlap
 
     prints = fingerprints({w: {"data.py": FILES[w]} for w in ("s1", "s2", "s3")}, STARTER)
     for a, b in (("s1", "s2"), ("s1", "s3"), ("s2", "s3")):

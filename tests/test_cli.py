@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.sampleclass import make_class
+from grader.course.sampleclass import make_class
 from grader.store import Gradebook
 from reports import render
 from reports.render import FORMATS

@@ -4,7 +4,7 @@ The stub (tests/client_stub.py) is a real HTTP server on 127.0.0.1 serving the c
 endpoints with canned JSON; the client reaches it over real sockets. What is held: the login
 file is 0600 in a 0700 folder; a token never goes over plain http:// to another machine; an
 upload whose answer is lost is retried with the same Idempotency-Key and stored once; the exit
-codes 0/1/2/3/4; Retry-After shown; the files packed are the ones grader.sources picks; the
+codes 0/1/2/3/4; Retry-After shown; the files packed are the ones grader.intake.sources picks; the
 digest is the gradebook's; the server's text is sanitised; nothing heavy is imported.
 """
 
@@ -34,10 +34,10 @@ from grader.client.errors import ClientError, Refused, ServerFailure, from_answe
 from grader.client.models import ExerciseInfo, Submission
 from grader.client.packing import pack, unpack_starter
 from grader.client.wait import Spinner, wait_until_finished
-from grader.exercises import load_exercise
+from grader.catalog.exercises import load_exercise
 from grader.limits import LONG_POLL_SECONDS
-from grader.sources import read_source
-from grader.submission import Incoming
+from grader.intake.sources import read_source
+from grader.intake.incoming import Incoming
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "numpy", "sqlalchemy", "jinja2", "babel", "yaml", "fastapi", "uvicorn", "reports")
@@ -302,11 +302,11 @@ def test_missing_files_are_refused_before_anything_is_sent(logged_in, tmp_path):
     assert logged_in.posts == []
 
 
-# -- packing: the files grader.sources picks -----------------------------------------------------
+# -- packing: the files grader.intake.sources picks -----------------------------------------------------
 
 
 def test_packing_picks_what_the_grader_picks(tmp_path):
-    """A class folder read by grader.sources (as `grader batch` and the server read it), and
+    """A class folder read by grader.intake.sources (as `grader batch` and the server read it), and
     each learner's entry packed by the client alone: the same files, byte for byte."""
     decoder = load_exercise("day48-decoder")
     data = load_exercise("day49-data")

@@ -46,12 +46,12 @@ def test_a_server_naming_a_file_no_exercise_has_gets_nothing(logged_in, tmp_path
 
 
 def test_pack_refuses_a_strange_name_before_reading_any_file(tmp_path, monkeypatch):
-    import grader.sources
+    import grader.intake.sources
 
     def read_learner(*args):
         raise AssertionError("a file was read")
 
-    monkeypatch.setattr(grader.sources, "read_learner", read_learner)
+    monkeypatch.setattr(grader.intake.sources, "read_learner", read_learner)
     exercise = ExerciseInfo.model_construct(id="x", kind="code", title={}, files=["id_ed25519"]).exercise()
     with pytest.raises(ServerFailure, match="id_ed25519") as e:
         pack(exercise, tmp_path)

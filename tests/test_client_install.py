@@ -74,7 +74,7 @@ def test_the_student_install_has_the_client_and_nothing_that_grades(venv_bin, tm
         assert "Usage: grader " + command in result.stdout
     # nothing that grades, and none of the course (cwd: not the checkout, whose packages `-c` would see)
     python = str(venv_bin / "python")
-    for module in ("torch", "numpy", "sqlalchemy", "jinja2", "fastapi", "grader.grading", "exercises",
+    for module in ("torch", "numpy", "sqlalchemy", "jinja2", "fastapi", "grader.grading.grade", "exercises",
                    "mutants", "reference_model"):  # fmt: skip
         probe = subprocess.run([python, "-c", f"import {module}"], capture_output=True, timeout=60,
                                cwd=venv_bin)  # fmt: skip

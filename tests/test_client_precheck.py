@@ -23,7 +23,7 @@ from test_notebooks import DONE_WHEN, SOLUTION, notebook
 
 from grader.cli import main
 from grader.client import api as client_api
-from grader.exercises import load_exercise
+from grader.catalog.exercises import load_exercise
 
 ATTENTION = load_exercise("day45-attention")
 MERGE_LINE = SOLUTION.splitlines().index("def merge_heads(x):") + 1

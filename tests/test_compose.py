@@ -1,4 +1,4 @@
-"""`grader mutants compose` (grader/compose.py, docs/diagnosis.md): known bugs composed on a
+"""`grader mutants compose` (grader/mutation/compose.py, docs/diagnosis.md): known bugs composed on a
 solution, and what the grade states as fact compared with what was injected.
 
 The counting (precision, recall, candidates, wrong names, contradictions, floors) and the
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from grader.compose import (
+from grader.mutation.compose import (
     FLOORS,
     Floor,
     Outcome,
@@ -26,7 +26,8 @@ from grader.compose import (
     tally,
 )
 from grader.models import Diagnosis, Grade
-from grader.mutants import Case, Edit, Mutant, judge, load_mutants
+from grader.mutation.known import Edit, Mutant, load_mutants
+from grader.mutation.verify import Case, judge
 
 
 def bug(id, *edits, exercise="ex"):
@@ -205,7 +206,7 @@ def test_compose_grades_the_sample_in_process_with_a_given_grader():
 
 
 def test_exercise_check_holds_a_sample_of_pairs_to_the_floor():
-    from grader.authoring import COMPOSE_SAMPLE, compose_row
+    from grader.catalog.authoring import COMPOSE_SAMPLE, compose_row
 
     solution = solution_files("day49-data")
     by_id = {m.id: m for m in load_mutants()}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading import grade
+from grader.grading.grade import grade
 from grader.models import Grade
 
 ROOT = Path(__file__).resolve().parents[1]

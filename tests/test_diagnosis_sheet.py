@@ -1,10 +1,10 @@
-"""The bug hunt's diagnosis.toml read as learners write it (grader/diagnosis.py; issue 14)."""
+"""The bug hunt's diagnosis.toml read as learners write it (grader/catalog/diagnosis_sheet.py; issue 14)."""
 import shutil
 
 import pytest
 from conftest import EXERCISES
 
-from grader.diagnosis import (
+from grader.catalog.diagnosis_sheet import (
     RULE_IDS,
     AcceptedDiagnosis,
     closest_first,
@@ -13,7 +13,7 @@ from grader.diagnosis import (
     rule_id,
     symptom_letter,
 )
-from grader.grading import grade
+from grader.grading.grade import grade
 from grader.locale import msg
 
 B = AcceptedDiagnosis(frozenset({"causal-mask", "numerical-stability"}), frozenset({44, 45}),

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from grader.batch import failed
-from grader.exercises import load_exercise
+from grader.course.learners import failed
+from grader.catalog.exercises import load_exercise
 from grader.service.dispatch import Dispatcher, WarmPool
 
 QUIZ = "day45-quiz"

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from conftest import ROOT
 
 import grader.errors as errors
-import grader.exercises as exercises
-import grader.mutants as mutants
-import grader.quiz as quiz
+import grader.catalog.exercises as exercises
+import grader.mutation.known as mutants
+import grader.catalog.quiz as quiz
 from grader.cli import main
 from grader.limits import JAIL_SIDE, Limits
 
@@ -260,11 +260,11 @@ def test_the_jail_side_constants_mirror_the_table():
 
 
 def test_the_caps_in_use_are_the_table():
-    import grader.answers as answers
+    import grader.catalog.answers as answers
     import grader.jail.client as client
     import grader.limits as limits
     import grader.locale as locale
-    import grader.sources as sources
+    import grader.intake.sources as sources
     import reports.view as view
     assert sources.MAX_FILE_BYTES == limits.LEARNER_FILE_BYTES == 1 << 20  # submission reads through sources
     assert sources.MAX_ARCHIVE_MEMBERS == 50_000 and sources.MAX_ARCHIVE_BYTES == 2 << 30
@@ -278,14 +278,14 @@ def test_the_caps_in_use_are_the_table():
 # -- the error hierarchy ------------------------------------------------------------------------
 
 def test_every_error_keeps_its_old_import_path():
-    from grader.batch import BatchError
-    from grader.doctor import JailUnsound
-    from grader.exercises import UnknownExercise
+    from grader.course.batch import BatchError
+    from grader.jail.doctor import JailUnsound
+    from grader.catalog.exercises import UnknownExercise
     from grader.jail.client import JailCrash, JailError, JailMemory, JailSandbox, JailTimeout, LearnerError
     from grader.jail.launcher import ZygoteError
-    from grader.mutants import MutantError
-    from grader.sources import SourceError
-    from grader.submission import InvalidSubmission, UsageError
+    from grader.mutation.known import MutantError
+    from grader.intake.sources import SourceError
+    from grader.intake.submission import InvalidSubmission, UsageError
     assert (BatchError, JailUnsound, UnknownExercise, MutantError, SourceError, UsageError) == (
         errors.BatchError, errors.JailUnsound, errors.UnknownExercise, errors.MutantError,
         errors.SourceError, errors.UsageError)

@@ -1,4 +1,4 @@
-"""grader.explore: hidden tests explore a contract with hypothesis, deterministically, report the
+"""grader.grading.explore: hidden tests explore a contract with hypothesis, deterministically, report the
 smallest failing input, never repeat a jail error, and tolerate what the problem's conditioning
 makes unavoidable."""
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from grader import explore as ex
+from grader.grading.grade import explore as ex
 from grader.errors import JailTimeout, LearnerError
 from grader.testkit import (
     CheckFailure,
@@ -254,9 +254,9 @@ def test_a_mutant_graded_twice_gets_the_same_grade_and_nothing_is_written_beside
     """The day45 checks explore with hypothesis inside the grader's own pytest run: the smallest
     failing input, and so every message, is the same on every grading, and hypothesis leaves no
     example database (.hypothesis) in the exercise's folder."""
-    from grader.exercises import EXERCISES_DIR
-    from grader.grading import grade
-    from grader.mutants import apply_mutant, load_mutants
+    from grader.catalog.exercises import EXERCISES_DIR
+    from grader.grading.grade import grade
+    from grader.mutation.known import apply_mutant, load_mutants
 
     mutant = next(m for m in load_mutants() if m.id == "causal-bottom-right")
     path = apply_mutant(mutant, "day45-attention", tmp_path / "submission")

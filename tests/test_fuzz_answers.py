@@ -1,4 +1,4 @@
-"""Fuzzing the quiz answer parser (grader/answers.py), bounded in examples and time.
+"""Fuzzing the quiz answer parser (grader/catalog/answers.py), bounded in examples and time.
 
 The documented contract: `parse_answer` gives a Number, a NumberArray or a ParseError and
 `parse_choice` a letter or a ParseError, never an exception; `check_answer` never raises and
@@ -13,7 +13,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader.answers import (
+from grader.catalog.answers import (
     ChoiceQuestion,
     InfQuestion,
     IntegerQuestion,

@@ -1,4 +1,4 @@
-"""Fuzzing grader.sources (issue 12, Deliver 7), bounded in count: damaged, truncated and forged
+"""Fuzzing grader.intake.sources (issue 12, Deliver 7), bounded in count: damaged, truncated and forged
 archives of every layout, and hostile submission metadata. Whatever the input, read_source either
 returns what it found or raises SourceError (SOURCE unreadable as a whole); a learner's own damaged
 archive is that learner's problem and never a SourceError; memory stays within a small multiple of
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader.exercises import load_exercise
-from grader.sources import SourceError, read_source
+from grader.catalog.exercises import load_exercise
+from grader.intake.sources import SourceError, read_source
 
 DATA = load_exercise("day49-data")
 CODE = ("def make_xy(tokens, block):\n    return [t * 7 for t in tokens]\n" * 20).encode()
@@ -213,7 +213,7 @@ names = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
 def test_canonical_names_never_merge_two_distinct_names(a, b):
     import unicodedata
 
-    from grader.sources import canonical_name
+    from grader.intake.sources import canonical_name
 
     same = unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", b)
     assert (canonical_name(a) == canonical_name(b)) == same
@@ -234,7 +234,7 @@ def test_a_folder_of_learners_with_any_byte_names_keeps_every_learner(tmp_path, 
     root.mkdir()
     for name in raw:
         os.mkdir(os.fsencode(root) + b"/" + name)
-    from grader.sources import ignored_name
+    from grader.intake.sources import ignored_name
 
     kept = [n for n in raw if not ignored_name(os.fsdecode(n))]
     got = read(root)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
-from grader.adjust import LmsLateness, OverrideFact, adjusted, lms_lateness
+from grader.course.adjust import LmsLateness, OverrideFact, adjusted, lms_lateness
 from grader.cli import main as cli_main
 from grader.models import CheckResult, Grade
 from grader.service.policy import ON_TIME, CoursePolicy, Deadlines
@@ -318,7 +318,7 @@ def test_an_override_survives_a_real_regrade_and_shows_in_the_export_with_its_re
     import sys
     from pathlib import Path
 
-    from grader.sampleclass import make_class
+    from grader.course.sampleclass import make_class
 
     root = Path(__file__).resolve().parents[1]
     exercises = tmp_path / "exercises"

@@ -1,4 +1,4 @@
-"""`grader gradescope build` and the autograder it builds (grader/autograder.py): the zip's
+"""`grader gradescope build` and the autograder it builds (grader/course/autograder.py): the zip's
 members, the course policy's visibility in results.json, a results.json whatever fails, and the
 real thing: the built zip unpacked in a scratch root laid out as Gradescope documents it, setup.sh
 run once in a fresh venv, then run_autograder for the solution, a mutant and an empty submission.
@@ -26,11 +26,11 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from grader.autograder import AutograderConfig, failure_results, run
+from grader.course.autograder import AutograderConfig, failure_results, run
 from grader.cli import main
-from grader.exercises import all_exercises
+from grader.catalog.exercises import all_exercises
 from grader.models import Grade
-from grader.mutants import apply_mutant, load_mutants
+from grader.mutation.known import apply_mutant, load_mutants
 from grader.service.policy import GRADESCOPE_VISIBILITY, Visibility
 from reports.gradescope import results, schema
 
@@ -91,7 +91,7 @@ def test_the_zip_has_setup_and_run_autograder_at_its_root_executable(autograder_
     names = set(infos)
     for package in ("grader", "reports", "reference_model"):
         assert f"{package}/__init__.py" in names
-    assert "grader/autograder.py" in names and "grader/jail/zygote.py" in names
+    assert "grader/course/autograder.py" in names and "grader/jail/zygote.py" in names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
 
 
@@ -228,12 +228,12 @@ def test_a_missing_submission_folder_is_a_results_json_of_0(tmp_path):
 
 
 def test_a_crash_of_the_grader_is_a_results_json_of_0_saying_so(tmp_path, monkeypatch, capsys):
-    import grader.grading
+    import grader.grading.grade
 
     def broken(*args, **kwargs):
         raise RuntimeError(f"grader bug {SECRET}")
 
-    monkeypatch.setattr(grader.grading, "grade", broken)
+    monkeypatch.setattr(grader.grading.grade, "grade", broken)
     root = scratch_root(tmp_path)
     written = validate(run(root))
     assert written == json.loads((root / "results" / "results.json").read_text())

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.sampleclass import make_canvas_export
+from grader.course.sampleclass import make_canvas_export
 from tests.server_harness import ROOT, Server, clean_env, issue_token
 
 GUIDES = ROOT / "docs"

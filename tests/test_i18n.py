@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from babel.messages.pofile import read_po
 
-from grader.answers import check_answer, question_from_dict
-from grader.batch import run_batch
-from grader.exercises import load_exercise
-from grader.grading import grade
+from grader.catalog.answers import check_answer, question_from_dict
+from grader.course.batch import run_batch
+from grader.catalog.exercises import load_exercise
+from grader.grading.grade import grade
 from grader.locale import (Message, catalog, gettext, has_translation, lang_from_env, msg, normalize_lang,
                            po_path, render, translations)
 from grader.locale.extract import collect, dynamic_calls, python_files
@@ -472,7 +472,7 @@ def test_the_catalog_uses_one_term_per_concept(zh):
 
 def test_the_mutants_messages_use_the_glossarys_terms_too():
     """A named bug's message is translated in its TOML (mutants/*.toml), not in the catalog."""
-    from grader.mutants import load_mutants
+    from grader.mutation.known import load_mutants
 
     messages = [(m.id, m.message.en, m.message.zh_TW) for m in load_mutants() if m.message.zh_TW]
     assert len(messages) > 40

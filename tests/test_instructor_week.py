@@ -19,8 +19,8 @@ from collections import Counter
 import pytest
 from bs4 import BeautifulSoup
 
-from grader.exercises import load_exercise
-from grader.sampleclass import make_canvas_export
+from grader.catalog.exercises import load_exercise
+from grader.course.sampleclass import make_canvas_export
 from tests.test_batch import EXERCISE, KINDS, copy_exercise, grader
 
 N = 30

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import EXERCISES, ROOT
 
-from grader import doctor
+from grader.jail import doctor
 from grader.jail import launcher, sandbox
 from grader.jail.client import Jail, JailError, JailTimeout, LearnerError, Limits
-from grader.session import SubmissionSession
+from grader.grading.session import SubmissionSession
 
 PROBE = ROOT / "grader" / "jail" / "probe.py"
 
@@ -108,7 +108,7 @@ def test_a_dead_jail_is_replaced_and_earlier_checks_stand(tmp_path):
     text = (EXERCISES / "day45-attention" / "solution" / "attention.py").read_text()
     (sub / "attention.py").write_text(text + "\nimport os as _os\n"
                                       "def split_heads(x, n_head):\n    _os._exit(9)\n")
-    from grader.grading import grade
+    from grader.grading.grade import grade
     g = grade("day45-attention", sub)
     by_id = {c.id: c for c in g.checks}
     assert g.passed is False and g.error is None and g.isolation in ("bubblewrap", "process")
@@ -277,7 +277,7 @@ def test_after(submission):
 def test_weights_load_with_the_next_request_and_fail_the_check_that_asked(tmp_path):
     """A load travels with the next request, or at the end of its check: one round trip fewer,
     and a load that does not fit still fails its own check, not a later one."""
-    from grader.runner import run_hidden_tests
+    from grader.grading.runner import run_hidden_tests
     hidden = tmp_path / "hidden"
     hidden.mkdir()
     (hidden / "test_loading.py").write_text(LOADING_CHECKS)

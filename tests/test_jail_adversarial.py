@@ -29,11 +29,11 @@ from conftest import EXERCISES, ROOT
 from gradebook_checks import Recorder, differences
 from report_checks import check_report
 
-import grader.grading as grading
-from grader.exercises import load_exercise
+import grader.grading.grade as grading
+from grader.catalog.exercises import load_exercise
 from grader.jail import launcher
 from grader.models import Grade, Limits
-from grader.session import SubmissionSession
+from grader.grading.session import SubmissionSession
 from reports import FORMATS, render
 
 HIDDEN_MARKER = "Hidden tests for day45-attention"        # the hidden tests' first line

@@ -12,7 +12,7 @@ import pytest
 from adversarial.junk import DERIVED, FULL_SWEEP, JUNK, PRELUDE, SAMPLE, SAMPLE_SWEEP, replacement, target
 from conftest import EXERCISES
 
-import grader.grading as grading
+import grader.grading.grade as grading
 
 CASES = [(exercise, names, kind) for exercise, names in FULL_SWEEP for kind in JUNK] + [
     (exercise, names, kind) for exercise, names in SAMPLE_SWEEP for kind in SAMPLE

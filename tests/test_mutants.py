@@ -2,7 +2,7 @@
 import re
 
 import pytest
-from grader.mutants import alternatives, load_mutants
+from grader.mutation.known import alternatives, load_mutants
 from grader.models import RULES
 
 
@@ -40,7 +40,7 @@ def test_every_mutant_tells_the_learner_its_bug_in_both_languages(mutant):
 
 
 def test_a_case_that_cannot_be_graded_is_a_failed_verdict_not_a_crash_of_the_run():
-    from grader.mutants import Case, grade_case
+    from grader.mutation.verify import Case, grade_case
 
     verdict = grade_case(Case(kind="alternative", name="no-such-folder", exercise="day45-attention"))
     assert not verdict.ok and "could not be graded" in verdict.why and "does not exist" in verdict.why

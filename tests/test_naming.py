@@ -1,4 +1,4 @@
-"""Naming a learner's bugs says what the evidence allows (grader.fingerprints, docs/diagnosis.md).
+"""Naming a learner's bugs says what the evidence allows (grader.grading.fingerprints, docs/diagnosis.md).
 
 One explanation for the whole submission: the smallest set of known bugs that reproduces every
 failing call is named as fact; sets alike on the recorded calls are told apart on the learner's
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from exercises import EXERCISES_DIR
-from grader.exercises import load_exercise
-from grader.fingerprints import Namer, call_graph, reachable
-from grader.grading import grade_code
-from grader.replay import Trace
-from grader.submission import read_submission
+from grader.catalog.exercises import load_exercise
+from grader.grading.fingerprints import Namer, call_graph, reachable
+from grader.grading.grade import grade_code
+from grader.grading.replay import Trace
+from grader.intake.submission import read_submission
 
 SOLUTION = (EXERCISES_DIR / "day45-attention" / "solution" / "attention.py").read_text()
 MASK = "torch.triu(torch.ones(T_q, T_k, dtype=torch.bool), diagonal=1)"

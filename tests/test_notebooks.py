@@ -1,4 +1,4 @@
-"""Notebooks as submissions (grader/notebooks.py, read through grader/sources.py): a learner's
+"""Notebooks as submissions (grader/intake/notebooks.py, read through grader/intake/sources.py): a learner's
 .ipynb is assembled into the exercise's files, every dropped line is listed, every line of the
 result says which cell it came from, and a hostile notebook is that learner's clear problem.
 
@@ -16,15 +16,15 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from grader import notebooks
+from grader.intake import notebooks
 from grader.client.packing import pack, pack_notebook
 from grader.errors import InvalidSubmission, NotebookError
-from grader.exercises import load_exercise
+from grader.catalog.exercises import load_exercise
 from grader.limits import NOTEBOOK_BYTES, NOTEBOOK_CELLS, NOTEBOOK_NOTES
 from grader.models import Exercise
-from grader.notebooks import assemble, located, origin
-from grader.sources import read_learner, read_source
-from grader.submission import check_files, precheck, read_submission
+from grader.intake.notebooks import assemble, located, origin
+from grader.intake.sources import read_learner, read_source
+from grader.intake.submission import check_files, precheck, read_submission
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTENTION = load_exercise("day45-attention")

@@ -26,10 +26,10 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.exercises import load_exercise
+from grader.catalog.exercises import load_exercise
 from grader.limits import REQUEST_BYTES, SESSION_SECONDS
 from grader.models import Grade
-from grader.mutants import apply_mutant, load_mutants
+from grader.mutation.known import apply_mutant, load_mutants
 from grader.service import pages
 from grader.service.pages import (
     SECURITY_HEADERS,

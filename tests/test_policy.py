@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.errors import UsageError
-from grader.exercises import all_exercises
+from grader.catalog.exercises import all_exercises
 from grader.models import CheckResult, Diagnosis, Grade, Printed, TrainingCurve
 from grader.service.policy import (
     ON_TIME,
@@ -297,9 +297,9 @@ def test_the_check_ids_are_what_pytest_collects_and_the_keys_hold():
     """exercise_checks reads the hidden tests' source; pytest's own collection is the truth."""
     from types import SimpleNamespace
 
-    from grader.exercises import exercise_dir
-    from grader.quiz import load_key
-    from grader.runner import run_hidden_tests
+    from grader.catalog.exercises import exercise_dir
+    from grader.catalog.quiz import load_key
+    from grader.grading.runner import run_hidden_tests
     from grader.service.policy import exercise_checks
 
     for ex in all_exercises():

@@ -1,4 +1,4 @@
-"""Publishing an exercise's feedback (grader/publish.py): each learner's report as a page and as
+"""Publishing an exercise's feedback (grader/course/publish.py): each learner's report as a page and as
 Markdown in their language, and the grade-import files of Canvas and Moodle (reports/lms.py).
 
 A small gradebook of hand-made grades (Gradebook.record), published in English with a roster
@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from grader.exercises import load_exercise
+from grader.catalog.exercises import load_exercise
 from grader.models import CheckResult, Diagnosis, Grade, GradeError
-from grader.publish import MANIFEST, publish
+from grader.course.publish import MANIFEST, publish
 from grader.service.roster import read_roster, roster_lang
 from grader.store import Gradebook, Incoming, Outcome
 from grader.store.schema import Learner
@@ -366,7 +366,7 @@ def test_grader_batch_out_publishes_the_same_files(tmp_path):
     """A real batch of two learners (a solution and a bug) on day49-data, then its --out."""
     import shutil
 
-    from grader.sampleclass import make_class
+    from grader.course.sampleclass import make_class
 
     exercises = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises" / EXERCISE, exercises / EXERCISE,
@@ -488,7 +488,7 @@ def test_every_learner_on_the_roster_is_accounted_for_and_the_test_student_is_no
 
 def test_the_batch_summary_says_the_numbers_class_html_shows(tmp_path):
     """After late penalties (--course) and an override: the summary's mean is class.html's."""
-    from grader.batch import Tally, final_numbers, summary
+    from grader.course.batch import Tally, final_numbers, summary
     from grader.service.policy import load_policy
     from grader.service.roster import read_roster
 

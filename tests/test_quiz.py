@@ -6,8 +6,8 @@ import torch
 
 import reference_model as ref
 from conftest import EXERCISES, grade_json, run_grader
-from grader.grading import grade
-from grader.quiz import load_key, pose
+from grader.grading.grade import grade
+from grader.catalog.quiz import load_key, pose
 
 
 def grade_in_process(quiz, folder, student=None):

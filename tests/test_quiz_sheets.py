@@ -2,10 +2,10 @@
 typo in a question id, a `# learner:` header, and a sheet that is not TOML at all."""
 import pytest
 
-from grader.batch import exercise_version, grade_task
+from grader.course.batch import exercise_version, grade_task
 from grader.errors import UsageError
-from grader.grading import grade
-from grader.quiz import answers_table, pose, sheet_learner, variant_learner
+from grader.grading.grade import grade
+from grader.catalog.quiz import answers_table, pose, sheet_learner, variant_learner
 
 QUIZ = "day49-quiz"
 

@@ -1,7 +1,7 @@
 """Reading learner files as Python reads them, by one rule for `grade`, `batch` and the server.
 
 A learner's local `grader grade` must agree with the instructor's `grader batch`: both (and the
-server's upload, and `grader submit`'s packing) find the files with grader.sources.match_files.
+server's upload, and `grader submit`'s packing) find the files with grader.intake.sources.match_files.
 Files saved with a UTF-8 BOM, a PEP 263 coding line or CRLF endings are what CPython accepts, so
 they get full marks; a learner file may import a helper module it ships beside it; an extra `.py`
 file nobody imports travels with the files but never runs. Grading is real (the jail), on
@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from conftest import EXERCISES
 
-from grader.batch import exercise_version, grade_task
+from grader.course.batch import exercise_version, grade_task
 from grader.client.packing import pack
 from grader.errors import InvalidSubmission, UsageError
-from grader.exercises import load_exercise
-from grader.grading import grade
+from grader.catalog.exercises import load_exercise
+from grader.grading.grade import grade
 from grader.limits import HELPER_BYTES, HELPER_FILES, LEARNER_FOLDER_FILES
-from grader.sampleclass import make_class
+from grader.course.sampleclass import make_class
 from grader.service.service import Service
-from grader.sources import read_learner, read_source
-from grader.submission import check_files, read_submission
+from grader.intake.sources import read_learner, read_source
+from grader.intake.submission import check_files, read_submission
 
 DATA = "day49-data"
 SOLUTION = (EXERCISES / DATA / "solution" / "data.py").read_bytes()

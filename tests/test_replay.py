@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from exercises import EXERCISES_DIR
-from grader.grading import grade, solution_trace
+from grader.grading.grade import grade, solution_trace
 from grader.jail.wire import Handle
 from grader.limits import REPLAY_EVENTS, REPLAY_VALUE_ELEMENTS
-from grader.mutants import apply_mutant, load_mutants
-from grader.replay import Outcome, Trace, counterpart, outcome_of, raised, replay, same
+from grader.mutation.known import apply_mutant, load_mutants
+from grader.grading.replay import Outcome, Trace, counterpart, outcome_of, raised, replay, same
 
 
 def value(v):

@@ -46,7 +46,7 @@ BUGS = {  # id -> (en, zh-TW): each its own words, as a mutant's TOML gives them
     "mask-diagonal-0": ("the mask hides each position from itself", "遮罩連位置自己也蓋住了"),
 }
 DISTINGUISHING = "multi_head_attention(x=randn(1, 3, 8), n_head=2)"
-# grader/fingerprints.py's message when its search ran out of time
+# grader/grading/fingerprints.py's message when its search ran out of time
 CUT_SHORT = ("the difference from the reference starts in {function}: its smallest failing call is {call} "
              "(the grader ran out of time before it had compared every known bug)")
 SMALLEST = "scaled_dot_product_attention(q=randn(1, 1, 2, 4), k=randn(1, 1, 2, 4), v=randn(1, 1, 2, 4))"

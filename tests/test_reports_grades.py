@@ -12,9 +12,9 @@ from pathlib import Path
 import grade_store
 import pytest
 
-from grader.grading import grade
+from grader.grading.grade import grade
 from grader.models import CheckResult, Diagnosis, Grade, GradeError
-from grader.mutants import apply_mutant, load_mutants
+from grader.mutation.known import apply_mutant, load_mutants
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"
@@ -60,7 +60,7 @@ def quiz_wrong_grade() -> Grade:
 @cache
 def invalid_grade() -> Grade:
     """A submission that cannot be graded: a symbolic link (the error text comes from
-    grader/submission.py as plain English)."""
+    grader/intake/submission.py as plain English)."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "sub"
         folder.mkdir()

@@ -19,8 +19,8 @@ from gradebook_checks import Recorder, differences
 
 from grader.limits import Limits
 from grader.models import CheckResult, Diagnosis, Grade
-from grader.runner import needs_errors, root_causes, run_hidden_tests
-from grader.session import SubmissionSession
+from grader.grading.runner import needs_errors, root_causes, run_hidden_tests
+from grader.grading.session import SubmissionSession
 from reports.class_report import render_class_html, summarize
 from reports.gradescope import schema as gradescope_schema
 from reports.render import render

@@ -1,4 +1,4 @@
-"""The sample class (grader/sampleclass.py) that `make demo` grades: each learner hands in the
+"""The sample class (grader/course/sampleclass.py) that `make demo` grades: each learner hands in the
 whole of their template's submission, helper modules included, and every learner meant to be
 correct gets full marks (issue 31: the helper-module learner lost its `_util.py` and crashed)."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercises import all_exercises
-from grader.sampleclass import make_class, templates
+from grader.catalog.exercises import all_exercises
+from grader.course.sampleclass import make_class, templates
 
 DEMO = "day49-data"  # the Makefile's `make demo` class
 

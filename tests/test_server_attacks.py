@@ -418,7 +418,7 @@ def test_an_after_due_checks_diagnosis_reaches_the_student_by_no_route(course, c
     import html
     import re
 
-    from grader.sampleclass import make_class
+    from grader.course.sampleclass import make_class
 
     kinds = make_class("day45-attention", tmp_path, 1, only=("mutant:no-causal-mask",))
     (learner,) = kinds

@@ -37,7 +37,7 @@ import httpx
 import pytest
 
 from grader.limits import REQUEST_BYTES, SUBMISSION_BYTES, UPLOAD_BYTES, UPLOAD_FILES
-from grader.sampleclass import make_class
+from grader.course.sampleclass import make_class
 from grader.store import Gradebook
 from grader.store.accounts import issue_token, revoke_tokens
 from tests.server_harness import zipped as zip_of  # the one zip maker of the server tests

@@ -11,7 +11,7 @@ import pytest
 from adversarial.steering import CASES
 from conftest import EXERCISES
 
-import grader.grading as grading
+import grader.grading.grade as grading
 
 
 def submission_of(case, where: Path) -> Path:

@@ -11,8 +11,8 @@ from gradebook_checks import Recorder, differences
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader.exercises import all_exercises, exercise_dir
-from grader.grading import grade
+from grader.catalog.exercises import all_exercises, exercise_dir
+from grader.grading.grade import grade
 from grader.locale import msg
 from grader.models import (
     RULES,
@@ -25,8 +25,8 @@ from grader.models import (
     Printed,
     TrainingCurve,
 )
-from grader.mutants import cases, verify
-from grader.quiz import starter_text
+from grader.mutation.verify import cases, verify
+from grader.catalog.quiz import starter_text
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

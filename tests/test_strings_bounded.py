@@ -31,11 +31,11 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.exercises import load_exercise
+from grader.catalog.exercises import load_exercise
 from grader.limits import GRADE_TEXT_BYTES, GRADER_ATTEMPTS, MESSAGE_BYTES, REPORT_BYTES
 from grader.locale import msg
 from grader.models import CheckResult, Grade, GradeError
-from grader.quiz import starter_text
+from grader.catalog.quiz import starter_text
 from grader.store import Gradebook
 from grader.store.gradebook import CurrentGrade
 from grader.text import terminal
@@ -303,7 +303,7 @@ class InProcess:
         return "in-process (test)"
 
     def run(self, tasks):
-        from grader.batch import grade_task
+        from grader.course.batch import grade_task
 
         for task in tasks:
             if task["learner"] == self.fail_for:
@@ -326,7 +326,7 @@ class InProcess:
 def test_a_grader_failure_is_retried_then_recorded_as_a_final_crash_and_the_batch_exits_0(
     tmp_path, monkeypatch
 ):
-    import grader.batch
+    import grader.course.batch
     from grader.cli import main
 
     exercise = load_exercise("day45-quiz")
@@ -335,7 +335,7 @@ def test_a_grader_failure_is_retried_then_recorded_as_a_final_crash_and_the_batc
         (src / learner).mkdir(parents=True)
         (src / learner / "answers.toml").write_text(starter_text(exercise, None))
     db = str(tmp_path / "class.db")
-    monkeypatch.setattr(grader.batch, "_executor", lambda workers, scheduler: InProcess("broken"))
+    monkeypatch.setattr(grader.course.batch, "_executor", lambda workers, scheduler: InProcess("broken"))
 
     codes, outputs = [], []
     for _ in range(GRADER_ATTEMPTS + 1):

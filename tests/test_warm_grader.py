@@ -13,11 +13,11 @@ import torch
 from hypothesis import strategies as st
 
 from exercises import EXERCISES_DIR
-from grader import budgets, explore, replay, runner
-from grader.budgets import CallBudgets
-from grader.grading import solution_trace
+from grader.grading.grade import budgets, explore, replay, runner
+from grader.grading.budgets import CallBudgets
+from grader.grading.grade import solution_trace
 from grader.jail.wire import Handle
-from grader.replay import Outcome, Trace, counterpart, remembered_replay, requests_digest, same
+from grader.grading.replay import Outcome, Trace, counterpart, remembered_replay, requests_digest, same
 from grader.testkit import CheckFailure, fail, msg
 
 

@@ -17,8 +17,8 @@ import torch
 from adversarial.replies import CASES, attack_code, body_bytes
 from conftest import EXERCISES
 
-import grader.grading as grading
-from grader.exercises import load_exercise
+import grader.grading.grade as grading
+from grader.catalog.exercises import load_exercise
 from grader.jail import wire
 from grader.models import Limits
 

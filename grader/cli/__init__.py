@@ -94,8 +94,9 @@ GRADING_IMPORTS = (
 GRADING_MODULES = frozenset(
     {*GRADING_IMPORTS, "markupsafe", "_pytest", "pluggy", "dask", "starlette", "pygments"}
 )
-# Of the grader's own modules the student's wheel has the client's alone; this one, that grades, is
-# the grading distribution's: its absence is that install's.
+# Of the grader's own packages the student's wheel has the client's alone; this one, that grades, is
+# the grading distribution's: its absence is that install's. A package, not a module in it: the
+# finder looks a submodule up by importing its package, which raises where the package is absent.
 GRADING_PROBE = "grader.grading"
 
 

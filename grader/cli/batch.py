@@ -1,6 +1,6 @@
 """Instructor commands that grade a class: `grader batch` and `grader regrade`.
 
-Small click functions over grader/batch.py and grader/store (imported when a command runs, so
+Small click functions over grader/course/batch.py and grader/store (imported when a command runs, so
 `grader grade` does not pay for SQLAlchemy or torch). Exit codes: 0 done; 1 done, but some
 submissions could not be graded because the grader failed (run the command again to retry them:
 limits.GRADER_ATTEMPTS gradings in all, then a final `crash`), or `batch` skipped an entry of
@@ -52,7 +52,7 @@ def executor_options(f):
 
 
 def _run(fn, *args, **kwargs):
-    from grader.batch import BatchError
+    from grader.course.batch import BatchError
 
     try:
         return fn(*args, **kwargs)
@@ -112,15 +112,15 @@ def batch(
     """Grade a class: every learner's submission for EXERCISE in SOURCE, into the gradebook.
 
     SOURCE is a folder or a zip archive: one sub-folder, file or zip per learner, or a Canvas,
-    Moodle or Gradescope submissions download (see grader/sources.py). Only what is new or
+    Moodle or Gradescope submissions download (see grader/intake/sources.py). Only what is new or
     changed since the last run is graded; a batch that was stopped is finished by running it again.
     A SQLite gradebook that does not exist is created. A SOURCE that looks like no class (one
     learner's folder, a folder of no learner's files) or like another exercise's class is refused
     (exit 2, nothing written) unless --force. With --dry-run, SOURCE is only read and shown (exit
     0, 1 when a learner-like entry was skipped, or 2 when it would be refused, as a batch would).
     """
-    from grader.batch import dry_run as show_source
-    from grader.batch import run_batch
+    from grader.course.batch import dry_run as show_source
+    from grader.course.batch import run_batch
 
     ex = get_exercise(exercise)
     if dry_run:
@@ -168,7 +168,7 @@ def regrade(exercise, db, workers, scheduler, progress, force, every, course):
     Current: the submission that counts for each learner not removed (by --course, else the
     latest seen); --all regrades every stored one. Overrides stay in force over the new grades.
     The gradebook must exist: a missing SQLite file is an error (exit 2), and none is created."""
-    from grader.batch import regrade as run_regrade
+    from grader.course.batch import regrade as run_regrade
 
     ex = get_exercise(exercise)
     policy = load_course(course)

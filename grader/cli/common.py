@@ -47,7 +47,7 @@ def usage_error(message: str) -> NoReturn:
 
 
 def get_exercise(exercise_id: str):
-    from grader.exercises import UnknownExercise, load_exercise
+    from grader.catalog.exercises import UnknownExercise, load_exercise
 
     try:
         return load_exercise(exercise_id)
@@ -137,8 +137,8 @@ def load_course(course: Path | None):
     """The CoursePolicy of --course (None without it); a missing or malformed file is exit 2."""
     if course is None:
         return None
+    from grader.catalog.exercises import all_exercises
     from grader.errors import GraderError
-    from grader.exercises import all_exercises
     from grader.service.policy import load_policy
 
     if not course.is_file():

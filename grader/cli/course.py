@@ -91,7 +91,7 @@ def check(course_file, roster, db, lang):
     (GRADER_EXERCISES_DIR), and with --roster or --db the [[extensions]] learners. A problem names
     the file, the key and the closest valid id, and exits 2. Needs the grading install, as
     `grader serve` does."""
-    from grader.exercises import all_exercises
+    from grader.catalog.exercises import all_exercises
     from grader.service.policy import check_learners, load_policy
 
     policy = load_policy(course_file, [e.id for e in all_exercises()])

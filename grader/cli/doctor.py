@@ -13,7 +13,7 @@ from grader.cli.common import EXIT_FAIL, EXIT_PASS
 @click.option("--quick", is_flag=True, help="Only the checks `grader grade` runs before grading.")
 def doctor(quick):
     """Run canary attacks in the jail; exit 1, refusing, if any of them succeeds."""
-    from grader.doctor import run
+    from grader.jail.doctor import run
     from grader.jail.launcher import ZygoteError
 
     try:

@@ -1,4 +1,4 @@
-"""`grader exercise new|check`: course staff's loop for one exercise folder (grader.authoring)."""
+"""`grader exercise new|check`: course staff's loop for one exercise folder (grader.catalog.authoring)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def exercise_new(exercise_id, folder):
     """Scaffold FOLDER for exercise EXERCISE_ID: exercise.toml with a rule of its own, starter/,
     a correct placeholder solution/, hidden/ tests and a mutant they catch; `grader exercise
     check FOLDER` is green at once. FOLDER must not exist or be empty."""
-    from grader.authoring import scaffold
+    from grader.catalog.authoring import scaffold
 
     for path in scaffold(exercise_id, folder):
         echo(str(path))
@@ -44,7 +44,7 @@ def exercise_check(target, budget, no_auto, workers, fmt):
     `grader mutants compose`, the auto-mutation score at its floor. Exit 0 green, 1 red, 2
     unusable input."""
     from exercises import EXERCISES_DIR
-    from grader.authoring import check_exercise, render_text
+    from grader.catalog.authoring import check_exercise, render_text
     from grader.cli.common import get_exercise, usage_error
 
     folder = Path(target)

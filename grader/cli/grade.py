@@ -22,7 +22,7 @@ from grader.cli.common import (
 @click.command("exercises")
 def list_exercises():
     """List the exercises."""
-    from grader.exercises import all_exercises
+    from grader.catalog.exercises import all_exercises
 
     for ex in all_exercises():
         click.echo(
@@ -69,7 +69,7 @@ def starter(exercise, directory: Path, student, server, sample, insecure):
             "not logged in to a course's server: this is the public sample's starter "
             "(grader login --server URL first for your course's; --sample says you mean the sample)"
         ).render(lang)
-    from grader.exercises import exercise_dir
+    from grader.catalog.exercises import exercise_dir
 
     ex = get_exercise(exercise)
     src = exercise_dir(ex.id) / "starter"
@@ -81,7 +81,7 @@ def starter(exercise, directory: Path, student, server, sample, insecure):
     for name in ex.files:
         target = directory / name
         if ex.kind == "quiz":
-            from grader.quiz import starter_text
+            from grader.catalog.quiz import starter_text
 
             target.write_text(starter_text(ex, student), encoding="utf-8")
         else:
@@ -110,8 +110,8 @@ def grade(exercise, path: Path, fmt, out, lang, color, student):
         from grader.jail.launcher import prestart
 
         prestart()  # the jail's zygote imports torch on one core while we do on the other
-    from grader.grading import grade as grade_submission
-    from grader.submission import UsageError
+    from grader.grading.grade import grade as grade_submission
+    from grader.intake.submission import UsageError
     from reports import render
 
     if color is None:

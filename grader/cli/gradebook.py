@@ -15,7 +15,6 @@ from pathlib import Path
 
 import click
 
-from grader import clock
 from grader.cli.common import (
     EXIT_PASS,
     course_option,
@@ -32,6 +31,7 @@ from grader.cli.common import (
     usage_error,
     write_out,
 )
+from grader.course import clock
 from grader.text import terminal
 
 
@@ -277,8 +277,8 @@ def gradebook_publish(exercise, db, out, lang, course, roster, missing, canvas_a
     blank or 0 by --missing. Exit 0 when published; 2 for an unknown exercise, a gradebook that
     does not exist, a malformed course.toml or roster, or an exercise the gradebook has no grade of.
     """
+    from grader.course.publish import publish
     from grader.errors import UsageError
-    from grader.publish import publish
 
     ex = get_exercise(exercise)
     policy = load_course(course)
@@ -466,7 +466,8 @@ def gradebook_overview(db, out, lang, course):
       grader gradebook overview --out ROOT/index.html
     Exit 0 when written; 2 for a gradebook that does not exist or an unwritable --out.
     """
-    from grader.exercises import UnknownExercise, load_exercise, starter_files
+    from grader.catalog.exercises import UnknownExercise, load_exercise
+    from grader.catalog.starters import starter_files
     from reports.class_report import class_entries, exercise_row, render_overview_html
 
     policy = load_course(course)

@@ -1,5 +1,5 @@
 """`grader gradescope build EX --out autograder.zip [--course course.toml]`: the zip Gradescope's
-autograder takes for one exercise (grader/autograder.py says what it holds and how it runs)."""
+autograder takes for one exercise (grader/course/autograder.py says what it holds and how it runs)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ def gradescope():
 def build(exercise, out: Path, course: Path | None, lang: str):
     """Build EXERCISE's Gradescope autograder: setup.sh, run_autograder, the grader and only this
     exercise's hidden tests and solution. Upload the zip as the assignment's autograder."""
-    from grader.autograder import build as build_zip
-    from grader.exercises import all_exercises
+    from grader.catalog.exercises import all_exercises
+    from grader.course.autograder import build as build_zip
     from grader.service.policy import load_policy
 
     ex = get_exercise(exercise)

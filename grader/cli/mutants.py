@@ -18,7 +18,7 @@ def mutants():
 @mutants.command("list")
 def mutants_list():
     """One mutant per line: id, exercises, rule, day."""
-    from grader.mutants import load_mutants
+    from grader.mutation.known import load_mutants
 
     for m in load_mutants():
         click.echo(f"{m.id:28} {','.join(m.exercises):32} {m.rule:20} day {m.day}")
@@ -29,7 +29,7 @@ def mutants_list():
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
 def mutants_verify(exercise, workers):
     """Grade every solution, alternative and mutant; exit 1 unless each verdict is as known."""
-    from grader.mutants import cases, kill_matrix, verify
+    from grader.mutation.verify import cases, kill_matrix, verify
 
     if exercise:
         get_exercise(exercise)
@@ -80,8 +80,8 @@ def mutants_auto(exercise, budget, workers, fmt, no_cache):
     is a reviewed equivalent; neither counts in the adjusted score. Results are cached by the
     solution, hidden tests, grader version and mutant. Exit 0 if adjusted >= the exercise's
     [mutation] floor (default 0.95), 1 below it, 2 on bad input."""
-    from grader.automutants import auto_score, text_report
     from grader.errors import UsageError
+    from grader.mutation.automutants import auto_score, text_report
 
     get_exercise(exercise)
     try:
@@ -117,10 +117,10 @@ def mutants_compose(exercise, k, sample, seed, workers, fmt):
     without naming too), then precision, recall (over the failed compositions), candidates,
     wrong names, contradictory facts and the naming time. See docs/diagnosis.md.
 
-    Exit 0 if the floors of grader.compose.FLOORS hold for K, 1 below them, 2 on bad input
+    Exit 0 if the floors of grader.mutation.compose.FLOORS hold for K, 1 below them, 2 on bad input
     (an unknown or quiz exercise, no K bugs that apply together)."""
-    from grader.compose import compose, report_json, text_report
     from grader.errors import UsageError
+    from grader.mutation.compose import compose, report_json, text_report
 
     get_exercise(exercise)
 

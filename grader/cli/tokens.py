@@ -40,7 +40,7 @@ def tokens():
 @db_option
 def tokens_issue(learner, role, name, roster, out, db):
     """Issue a token for LEARNER (printed once: only its hash is kept), or for every learner of --roster."""
-    from grader.sources import canonical_name
+    from grader.intake.sources import canonical_name
     from grader.store.accounts import issue_tokens
 
     if roster is None:
@@ -96,7 +96,7 @@ def tokens_issue(learner, role, name, roster, out, db):
 @db_option
 def tokens_revoke(learner, db):
     """Revoke every token of LEARNER: none of them signs in again."""
-    from grader.sources import canonical_name
+    from grader.intake.sources import canonical_name
     from grader.store.accounts import revoke_tokens
 
     gb = open_gradebook(db)

@@ -5,9 +5,9 @@
     api.py      the HTTP API of contract section 3, over httpx: timeouts, retries of a network
                 error with the same Idempotency-Key, capped answers, error JSON as exceptions
     models.py   the server's answers, read into pydantic models (a server's text is untrusted)
-    packing.py  the learner files of PATH, found by grader.sources' rules (a notebook's assembled
-                by grader.notebooks, no file renamed), zipped, with their digest, and what
-                would fail at once (grader.submission.precheck): then nothing is sent
+    packing.py  the learner files of PATH, found by grader.intake.sources' rules (a notebook's assembled
+                by grader.intake.notebooks, no file renamed), zipped, with their digest, and what
+                would fail at once (grader.intake.submission.precheck): then nothing is sent
     show.py     tables and times for the terminal, through grader.text's sanitising
     errors.py   ClientError (exit 2), Refused (exit 3), ServerFailure (exit 4)
 

@@ -12,19 +12,19 @@ from datetime import datetime, tzinfo
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from grader import clock
+from grader.course import clock
 from grader.limits import SHORT_CHARS, SUBMISSIONS_PAGE_MAX, UPLOAD_FILES
 
 FINISHED = ("graded", "failed")  # a submission's statuses that no longer change (the server's too)
 
 
-LEARNER_SUFFIXES = (".py", ".toml")  # a module, an answer sheet: what grader.submission reads
+LEARNER_SUFFIXES = (".py", ".toml")  # a module, an answer sheet: what grader.intake.submission reads
 
 
 def learner_file_name(name: str) -> bool:
     """Could an exercise declare this learner file? A Python module (`attention.py`) or an answer
     sheet (`answers.toml`, `diagnosis.toml`), its stem a name Python can import (as
-    grader.sources.helper_name reads a module), ASCII, not a dunder. Nothing else: a server that
+    grader.intake.sources.helper_name reads a module), ASCII, not a dunder. Nothing else: a server that
     names `id_ed25519` or `notes.txt` as an exercise's file gets no such file packed."""
     stem, dot, suffix = name.rpartition(".")
     return (
@@ -73,7 +73,7 @@ class ExerciseInfo(Answer):
     day: int | None = None
     files: list[str] = Field(max_length=UPLOAD_FILES)
     # learner file -> the names it must define: `grader submit` checks them before it sends
-    # (grader.submission.precheck); names of files the exercise does not have are ignored
+    # (grader.intake.submission.precheck); names of files the exercise does not have are ignored
     names: dict[str, list[str]] = Field(default={}, max_length=UPLOAD_FILES)
     points: float | None = None
     opens: datetime | None = None
@@ -118,7 +118,7 @@ class ExerciseInfo(Answer):
         return names
 
     def exercise(self):
-        """As grader.models.Exercise, the type grader.sources matches files for."""
+        """As grader.models.Exercise, the type grader.intake.sources matches files for."""
         from grader.models import Exercise
 
         en = self.title.get("en") or self.id

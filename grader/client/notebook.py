@@ -10,7 +10,7 @@ What is sent is what the kernel ran: IPython's input history as typed (`In`, raw
 order the cells ran, the way the kernel's state was made. A cell that did not compile never ran
 and is left out, with a note that says where its syntax error is. The cells become a notebook
 (nbformat), which is assembled into the exercise's files exactly as `grader submit EX nb.ipynb`
-assembles a notebook file (grader.notebooks): its notes, the local pre-checks that refuse a
+assembles a notebook file (grader.intake.notebooks): its notes, the local pre-checks that refuse a
 submission bound to fail (nothing is spent), the files with their sizes, digest and the cells
 they came from. Then the upload, with its Idempotency-Key, a progress bar (tqdm.auto) while the
 grade is made, and the report shown in the cell as the HTML the server's pages show, in the
@@ -128,7 +128,7 @@ def executed_cells(history: Sequence[object], problem: Callable[[str], SyntaxErr
 
 
 def history_notebook(cells: Sequence[Ran]) -> bytes:
-    """The cells as an nbformat 4 notebook whose cell N is `In [N]` (grader.notebooks numbers
+    """The cells as an nbformat 4 notebook whose cell N is `In [N]` (grader.intake.notebooks numbers
     cells by their place): each cell at its number, with its execution count, and an empty code
     cell at every number left out."""
     import nbformat
@@ -324,8 +324,8 @@ def submit(
 
 def prepare(info: ExerciseInfo, cells: Cells, token: str) -> Packed:
     """The exercise's files from the cells, as `grader submit EX NOTEBOOK` makes them from a
-    notebook on disk (grader.client.packing.pack_notebook: assembled by grader.notebooks, checked
-    by grader.submission.precheck, zipped), then again from only the cells some line of a file
+    notebook on disk (grader.client.packing.pack_notebook: assembled by grader.intake.notebooks, checked
+    by grader.intake.submission.precheck, zipped), then again from only the cells some line of a file
     came from: a kernel's history grows with every cell run (the submit itself, a print to try
     something), and the notes of cells that give nothing would make each submission of the same
     code a new one. The learner is shown every note of the first; the files sent carry the
@@ -333,7 +333,7 @@ def prepare(info: ExerciseInfo, cells: Cells, token: str) -> Packed:
     stands in its place: whatever is sent (a line, or a note quoting it) the server keeps and its
     staff read."""
     from grader.client.packing import pack_notebook
-    from grader.notebooks import origin
+    from grader.intake.notebooks import origin
 
     exercise, ran, notes = info.exercise(), [], list(cells.notes)
     for cell in cells.ran:

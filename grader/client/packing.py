@@ -1,6 +1,6 @@
 """The learner files of PATH, as the server will read them, zipped for the upload.
 
-The files are found by grader.sources.read_learner: the rules the grader reads one learner of a
+The files are found by grader.intake.sources.read_learner: the rules the grader reads one learner of a
 class with (each exercise file by name at the shallowest depth, a zip of their work opened one
 level deep, a notebook assembled into the files it holds, symbolic links refused), so the
 learner sees, before sending, exactly what will be graded (helper modules beside the learner
@@ -9,9 +9,9 @@ declare (models.learner_file_name: a .py module or a .toml answer sheet), checke
 file is read: the names come from the server. One rule of the grader's is not the client's: a
 file is never taken for an exercise file by its suffix alone (`my_attention.py` is not sent as
 attention.py; `grader batch`'s `alice.py` still is alice's). The digest is the gradebook's
-(grader.submission.files_digest): the same files give the same digest here and in every report.
+(grader.intake.incoming.files_digest): the same files give the same digest here and in every report.
 
-`Packed.problems` (grader.submission.precheck) are what a grade would fail on before anything of
+`Packed.problems` (grader.intake.submission.precheck) are what a grade would fail on before anything of
 it runs: `grader submit` sends nothing while there is one, so no submission is spent on it.
 """
 
@@ -23,13 +23,14 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import notebooks
 from grader.client.errors import ClientError, ServerFailure
 from grader.client.models import learner_file_name
 from grader.errors import SourceError
+from grader.intake import notebooks
+from grader.intake.incoming import files_digest
+from grader.intake.submission import precheck
 from grader.limits import UPLOAD_BYTES
 from grader.locale import Message, message_of, msg
-from grader.submission import files_digest, precheck
 
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # every member's time: the same files make the same archive
 
@@ -51,7 +52,7 @@ def pack(exercise, path: Path) -> Packed:
     are missing: an upload that can only fail would cost the learner a submission for nothing. A
     file name no exercise may declare is the server's fault: ServerFailure (exit 4), before any
     file is read."""
-    from grader.sources import read_learner
+    from grader.intake.sources import read_learner
 
     _check_names(exercise)
     try:
@@ -64,7 +65,7 @@ def pack(exercise, path: Path) -> Packed:
 def pack_notebook(exercise, data: bytes, name: str) -> Packed:
     """A notebook's bytes (named `name`) packed as `pack(exercise, NAME)` packs that file on
     disk (grader.client.notebook: the cells a kernel ran)."""
-    from grader.sources import read_notebook
+    from grader.intake.sources import read_notebook
 
     _check_names(exercise)
     return _packed(exercise, read_notebook(data, name, exercise), name)

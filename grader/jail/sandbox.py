@@ -456,7 +456,7 @@ X32_SYSCALL_BIT = 0x40000000  # x86_64's x32 ABI: the same numbers with this bit
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
 NETLINK_ROUTE = 0
 ALLOWED_FAMILIES = (AF_UNIX, AF_INET, AF_INET6)
-DENIED_FAMILIES = {  # each a doctor check (grader/doctor.py): its socket() must fail in a jail
+DENIED_FAMILIES = {  # each a doctor check (grader/jail/doctor.py): its socket() must fail in a jail
     "AF_PACKET": 17,
     "AF_VSOCK": 40,
     "AF_ALG": 38,

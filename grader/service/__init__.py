@@ -8,5 +8,5 @@
     roster.py    Canvas and Moodle roster CSVs, for `grader tokens issue --roster`
 
 The web process never imports or runs learner code: uploads are read as data and graded by
-grader.batch.grade_task in a warm pool of spawned processes (or on a Dask cluster).
+grader.course.batch.grade_task in a warm pool of spawned processes (or on a Dask cluster).
 """

@@ -22,10 +22,10 @@ that has not started is never failed with a worker that dies: a job waiting in t
 queue would be, and would spend an attempt it never ran.
 
 The grading itself happens in worker processes, never here: spawned processes kept warm for the
-server's life (`WarmPool`, each a one-process grader.batch.local_pool, the batch's own kind of
-worker) or a Dask cluster (`DaskExecutor`, grader.batch.DaskCluster). A worker receives plain
-data (the learner's files) and returns plain data (grader.batch.grade_task), which
-grader.batch._outcome turns into an Outcome exactly as a batch does.
+server's life (`WarmPool`, each a one-process grader.course.batch.local_pool, the batch's own kind of
+worker) or a Dask cluster (`DaskExecutor`, grader.course.batch.DaskCluster). A worker receives plain
+data (the learner's files) and returns plain data (grader.course.batch.grade_task), which
+grader.course.batch._outcome turns into an Outcome exactly as a batch does.
 
 What comes back decides the job (grader.store.queue.Queue):
 - `graded` or `unreadable`: complete(), which writes the grade only while the lease is still ours;
@@ -91,7 +91,7 @@ class WarmPool:
     """Spawned grading processes on this machine, kept warm: their zygotes have imported torch
     before the first upload arrives.
 
-    Each process is a pool of its own (grader.batch.local_pool of one), a slot that grades one job
+    Each process is a pool of its own (grader.course.batch.local_pool of one), a slot that grades one job
     at a time. A process pool that loses a process fails every future it holds and stops its other
     processes; one process per pool, a worker that dies breaks only its own slot, so only the job
     it was grading fails, and the dispatcher knows which job that was from the future alone."""
@@ -106,7 +106,7 @@ class WarmPool:
         """A one-process pool whose process starts now: a spawned pool starts its worker only when
         a task comes, so it is handed one that does nothing, and its initializer (the jail's
         zygote, torch) runs before the first upload instead of in that learner's wait."""
-        from grader.batch import local_pool
+        from grader.course.batch import local_pool
 
         pool = local_pool(1, warm="full", sharing=self.slots)
         pool.submit(os.getpid)
@@ -118,7 +118,7 @@ class WarmPool:
     def submit(self, task: dict):
         """Grade on a slot that grades nothing now (the dispatcher never hands out more gradings
         than slots, so a grading never waits behind another, to fail with its worker)."""
-        from grader.batch import grade_task
+        from grader.course.batch import grade_task
 
         with self._lock:
             free = [i for i, f in enumerate(self._grading) if f is None or f.done()]
@@ -163,10 +163,10 @@ def _terminate(pool) -> None:
 
 
 class DaskExecutor:
-    """An existing Dask distributed cluster (grader.batch.DaskCluster), as many slots as threads."""
+    """An existing Dask distributed cluster (grader.course.batch.DaskCluster), as many slots as threads."""
 
     def __init__(self, address: str):
-        from grader.batch import DaskCluster
+        from grader.course.batch import DaskCluster
 
         self.cluster = DaskCluster(address)
         try:
@@ -180,7 +180,7 @@ class DaskExecutor:
         return self.cluster.describe()
 
     def submit(self, task: dict):
-        from grader.batch import grade_task
+        from grader.course.batch import grade_task
 
         key = f"grade-job-{task['job_id']}-{task['attempt']}-{self._stamp}"
         return self.cluster.client.submit(grade_task, task, pure=False, key=key)
@@ -428,7 +428,7 @@ class Dispatcher:
             self.on_record(r.lease.upload_id)
 
     def finish(self, r: Running, result: dict | BaseException) -> None:
-        from grader.batch import _outcome
+        from grader.course.batch import _outcome
 
         lease = r.lease
         exercise = self.exercises[lease.exercise]

@@ -8,7 +8,7 @@ carries a UTC offset.
 
 The course names itself and its clock: `name` and `timezone` (an IANA name, `Asia/Taipei`;
 default UTC). Times in learner-facing messages are in that zone with its offset, as
-grader.clock.shown writes every time a person reads (`2026-12-10 23:59 +08:00`).
+grader.course.clock.shown writes every time a person reads (`2026-12-10 23:59 +08:00`).
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ from pydantic import (
     model_validator,
 )
 
-from grader import clock
+from grader.course import clock
 from grader.errors import ExerciseFileError, UsageError, shown_path
 from grader.locale import Message, msg
 from grader.models import CheckResult, Grade, Note, Printed
 
 Visibility = Literal["visible", "after_due", "after_release", "hidden", "sealed"]
 # The same moments in Gradescope's results.json (its "Controlling Test Case Visibility"): the one
-# place a visibility is translated, for the autograder (grader/autograder.py)
+# place a visibility is translated, for the autograder (grader/course/autograder.py)
 GradescopeVisibility = Literal["visible", "after_due_date", "after_published", "hidden"]
 GRADESCOPE_VISIBILITY: dict[Visibility, GradescopeVisibility] = {
     "visible": "visible",
@@ -222,17 +222,17 @@ class CoursePolicy(_Strict):
         return clock.zone(self.timezone)
 
     def shown(self, when: datetime) -> str:
-        """A time as this course's learners are told it: grader.clock.shown in its zone."""
+        """A time as this course's learners are told it: grader.course.clock.shown in its zone."""
         return clock.shown(when, self.zone)
 
 
 def exercise_checks(exercise_id: str) -> frozenset[str]:
     """The check ids of an exercise, read without running anything (no pytest, no torch): a
     quiz's are its key's question ids; a code exercise's are its hidden tests marked
-    `@check(...)` as grader.runner.check_id names them (`test_` dropped, `_` written `-`), read
+    `@check(...)` as grader.grading.runner.check_id names them (`test_` dropped, `_` written `-`), read
     from the files' syntax trees (tests/test_policy.py holds this to pytest's own collection)."""
-    from grader.exercises import exercise_dir, load_exercise
-    from grader.quiz import load_key
+    from grader.catalog.exercises import exercise_dir, load_exercise
+    from grader.catalog.quiz import load_key
 
     if load_exercise(exercise_id).kind == "quiz":
         return frozenset(q.id for q in load_key(exercise_id))

@@ -19,7 +19,7 @@
   only Chinese the reports are written in); empty or any other language: none, the command's
   `--lang` applies.
 
-Learner ids are canonical as grader.sources.canonical_name makes them, so they meet the ids a batch
+Learner ids are canonical as grader.intake.sources.canonical_name makes them, so they meet the ids a batch
 finds. A roster that cannot be read is a RosterError naming the file, the row (the header is row 1)
 and the column; nothing is issued from it. The tokens file is written only if it does not exist,
 readable by its owner only (it holds live tokens), its text cells formula-guarded as every CSV of
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import UsageError
-from grader.sources import canonical_name
+from grader.intake.sources import canonical_name
 
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 MOODLE_COLUMNS = ("Identifier", "Full name", "Email address")
@@ -60,7 +60,7 @@ class RosterRow:
     email: str | None
     lang: str | None = None  # en or zh-TW, from the language column; None: the command's --lang
     lms: str = ""  # canvas or moodle: whose ids `learner` is
-    sis_user_id: str = ""  # Canvas' own columns, for its grade import file (grader/publish.py)
+    sis_user_id: str = ""  # Canvas' own columns, for its grade import file (grader/course/publish.py)
     sis_login_id: str = ""
     section: str = ""
 

@@ -3,7 +3,7 @@
 `Service` holds the gradebook, its queue, the course policy and the exercises this server
 grades; each method takes the caller's Account and answers with plain data (the API's JSON) or
 raises `Refused` (grader.errors: status, code, field, Retry-After). No FastAPI here, and no
-learner code: uploads are read as data (grader/sources.py's archive rules) and stored with their
+learner code: uploads are read as data (grader/intake/sources.py's archive rules) and stored with their
 job in one transaction; the dispatcher grades them in worker processes.
 
 Who sees what: a student sees only their own uploads (another learner's id is `None`, which the
@@ -153,8 +153,8 @@ class Service:
     def open(cls, db: str, course: Path | None = None, *, clock=utcnow) -> Service:
         """The gradebook at `db` (created when missing), the course policy (None: open, no limits),
         and every exercise of GRADER_EXERCISES_DIR with its version registered in the gradebook."""
-        from grader.batch import exercise_version
-        from grader.exercises import all_exercises
+        from grader.catalog.exercises import all_exercises
+        from grader.course.batch import exercise_version
         from grader.service.policy import check_learners, load_policy
         from grader.store import Gradebook
         from grader.store.queue import Queue
@@ -194,7 +194,7 @@ class Service:
             "name": account.name,
             "role": account.role,
             "late_days": {"total": total, "spent": spent, "left": max(0, total - spent)},
-            # the course's clock: the client shows every time in this zone (grader.clock)
+            # the course's clock: the client shows every time in this zone (grader.course.clock)
             "course": {"name": self.policy.name, "timezone": self.policy.timezone},
         }
 
@@ -225,7 +225,7 @@ class Service:
                     "day": ex.day,
                     "files": list(ex.files),
                     # the names each learner file must define: the client checks them before it
-                    # sends anything (grader.submission.precheck); public, as the starter is
+                    # sends anything (grader.intake.submission.precheck); public, as the starter is
                     "names": {f: list(n) for f, n in ex.names.items()},
                     "points": ex.points,
                     "opens": iso(d.opens),
@@ -238,14 +238,14 @@ class Service:
 
     def starter(self, account: Account, exercise_id: str) -> bytes:
         """The starter files as a zip; a quiz's sheet is the caller's own variant."""
-        from grader.exercises import exercise_dir
+        from grader.catalog.exercises import exercise_dir
 
         ex = self.exercise(exercise_id)
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
             for name in ex.files:
                 if ex.kind == "quiz":  # its variants are drawn with the reference model: torch
-                    from grader.quiz import starter_text
+                    from grader.catalog.quiz import starter_text
 
                     zf.writestr(name, starter_text(ex, account.learner))
                 else:
@@ -256,10 +256,10 @@ class Service:
 
     def read_upload(self, exercise: Exercise, body: bytes | Path) -> dict[str, bytes]:
         """The learner files of an uploaded zip (its bytes, or the file the app spooled it to), by
-        grader/sources.py's rules (UPLOAD_FILES members, counted in its central directory before
+        grader/intake/sources.py's rules (UPLOAD_FILES members, counted in its central directory before
         any is read, inflating to SUBMISSION_BYTES at most: what one submission may send the jail);
         Refused 422 `bad-upload` (field "body") naming the reason when it cannot be graded as sent."""
-        from grader.sources import match_files, read_zip
+        from grader.intake.sources import match_files, read_zip
 
         def bad(reason) -> Refused:
             return Refused(

@@ -149,7 +149,7 @@ class Learner(Base):
     __tablename__ = "learners"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    # the id the LMS gives them, canonical (grader.sources); migration 0001 made it String(200)
+    # the id the LMS gives them, canonical (grader.intake.sources); migration 0001 made it String(200)
     key: Mapped[str] = mapped_column(CleanString(LEARNER_ID_CHARS), unique=True)
     name: Mapped[str | None] = mapped_column(CleanString(300))
     email: Mapped[str | None] = mapped_column(CleanString(300))

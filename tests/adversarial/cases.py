@@ -404,7 +404,7 @@ for _d in _targets:
         except OSError:
             pass
 for _p in ("/jail/worker.py", "/jail/wire.py", _os.path.abspath(__file__),
-           "/work/main/grader/runner.py", "@EXERCISE@/hidden/test_attention.py"):
+           "/work/main/grader/grading/runner.py", "@EXERCISE@/hidden/test_attention.py"):
     try:
         with open(_p, "a") as _f:
             _f.write("\\n# poisoned\\n")

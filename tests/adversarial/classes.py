@@ -1,13 +1,13 @@
 """The adversarial corpus of class inputs: hostile and broken SOURCEs for `grader batch`, one attack each.
 
 Where tests/adversarial/cases.py attacks the grading of one submission, these attack the reading of
-a class (grader/sources.py) and what the batch prints and stores of it (grader/batch.py,
+a class (grader/intake/sources.py) and what the batch prints and stores of it (grader/course/batch.py,
 grader/text.py): damaged and forged archives, names that are not UTF-8 or carry terminal
 sequences, ids that collide, Gradescope metadata bombs, folders and archives past their caps.
 
 Every case builds its SOURCE (a folder or a class zip) under a temporary folder and says, as data,
 what the batch must make of it: the honest learners found and graded (by canonical id,
-grader.sources.canonical_name), the learners that fail alone with a reason (and a fragment of it),
+grader.intake.sources.canonical_name), the learners that fail alone with a reason (and a fragment of it),
 the entries listed as skipped, and the exit code of `grader batch` with and without
 --allow-skipped. A SOURCE unreadable as a whole exits 2 naming it (`source_error`). Honest
 learners' files are the day49-data solution, tagged so that no two share a hash.
@@ -174,7 +174,7 @@ def _one_moodle_folder(tmp: Path) -> Path:
 
 
 def _safe_name_collisions(tmp: Path) -> Path:
-    from grader.batch import safe_name
+    from grader.course.learners import safe_name
 
     return folder_class(tmp, ["a b", safe_name("a b"), "Alice", "alice", "ALICE"])
 
@@ -282,13 +282,13 @@ def _special_files(tmp: Path) -> Path:
 
 
 def canonical(raw: str) -> str:
-    from grader.sources import canonical_name
+    from grader.intake.sources import canonical_name
 
     return canonical_name(raw)
 
 
 def _cases() -> list[ClassCase]:
-    from grader.batch import safe_name
+    from grader.course.learners import safe_name
 
     two = ("alice", "bob")
     return [
@@ -322,7 +322,7 @@ def _cases() -> list[ClassCase]:
                   {"mallory": "1400000 members, more than"}),
         ClassCase("512-members-of-1-mib", _megabyte_members, exit_code=2, source_error="times its own size"),
         ClassCase("learner-folder-over-the-file-cap", _too_many_files, two, {"mallory": "more than 40 files"},
-                  patch={"grader.sources.MAX_FOLDER_FILES": 40}),
+                  patch={"grader.intake.sources.MAX_FOLDER_FILES": 40}),
         ClassCase("terminal-sequences-in-folder-names", _terminal_sequences_folder,
                   ("alice", canonical(OSC_TITLE), canonical("bob\rcarol")),
                   {"mallory": "and none named data.py"}, skipped=(canonical(f"readme{OSC_CLIPBOARD}.txt"),)),

@@ -4,7 +4,7 @@ against reference_model.
 Weights are the grader's: each test builds a reference module, gives it random weights, loads the
 same weights into the learner's module by SPEC's attribute names, and compares outputs on inputs
 the learner never sees. A known bug is not recomputed here: when a check fails, the grader replays
-its calls on the exercise's mutants and names the one whose answers match (grader.fingerprints).
+its calls on the exercise's mutants and names the one whose answers match (grader.grading.fingerprints).
 """
 import math
 import re
@@ -29,13 +29,13 @@ from grader.testkit import (
     explore,
     fail,
     is_close,
+    join,
     judge_probe,
     msg,
     tolerance,
     training_probe,
     type_name,
 )
-from grader.locale import join
 
 # Curriculum days of the rules this exercise grades (seeds: day 46 normalisation and Pre-LN
 # residuals, day 47 the FFN and the block's parameter ledger, day 48 positions, tying, full GPT).

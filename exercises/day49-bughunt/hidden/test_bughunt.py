@@ -5,9 +5,8 @@ import math
 import torch
 
 import reference_model as ref
-from grader.answers import RealQuestion, check_answer
-from grader.diagnosis import AcceptedDiagnosis, symptom_letter
-from grader.diagnosis import judge_bug as diagnosis_of_bug
+from grader.testkit import AcceptedDiagnosis, RealQuestion, check_answer, symptom_letter
+from grader.testkit import judge_bug as diagnosis_of_bug
 from grader.testkit import (LEARNED_MARGIN, LearnerError, ProbeResult, check, construct, dtype_name,
                             expect_close, expect_dtype, expect_shape, expect_tuple, fail, is_close,
                             judge_probe, judge_training, markov_corpus, max_error, msg, randomize, reported_curve,
@@ -416,7 +415,7 @@ def diagnosis(submission) -> dict:
 
 
 def judge_bug(submission, bug):
-    problem = diagnosis_of_bug(diagnosis(submission), bug, BUGS[bug])   # grader.diagnosis: how it is read
+    problem = diagnosis_of_bug(diagnosis(submission), bug, BUGS[bug])   # grader.catalog.diagnosis_sheet: how it is read
     if problem is not None:
         fail(problem)
 

@@ -2,7 +2,7 @@
 
 Pure functions, shared by the student client (`grader submit EX nb.ipynb`, `--dry-run`,
 grader.client.notebook) and the grading side (`grader grade`, `grader batch`, the server, through
-grader.sources.match_files): one rule, so what the client shows is what is graded. Nothing of the
+grader.intake.sources.match_files): one rule, so what the client shows is what is graded. Nothing of the
 notebook runs, here or anywhere: its cells are read with nbformat and parsed with `ast`; IPython is
 not needed (its TransformerManager is not on the grading side).
 
@@ -11,7 +11,7 @@ not needed (its TransformerManager is not on the grading side).
 - A code cell that starts with `%%writefile NAME` (or `%%writefile -a NAME`, `%%file NAME`) is that
   file, as IPython would write it: NAME is a plain file name (`../x.py`, `a/b.py`, `/content/x.py`
   are refused: NotebookError); an exercise file (case aside) or a `.py` module (a helper, if
-  grader.sources.helper_name takes it); any other name is left out, with a note.
+  grader.intake.sources.helper_name takes it); any other name is left out, with a note.
 - Otherwise, for an exercise with one learner `.py` file that no such cell writes, the file is the
   code cells in order, reduced to what the exercise's names (Exercise.names) need: the top-level
   definitions (def, class), imports and assignments (constants, dataclass configs) those names

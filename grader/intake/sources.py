@@ -11,7 +11,7 @@
 - **Moodle** ("Download all submissions"): folders `{Full Name}_{participant id}_assignsubmission_file_`
   (or flat files with that prefix, when "download submissions in folders" is off); onlinetext
   folders are ignored; an empty file-submission folder is a learner who submitted no file (their
-  problem: submission.no_files_submitted). Learner id: the participant id, read from the end of a
+  problem: incoming.no_files_submitted). Learner id: the participant id, read from the end of a
   folder's name only (a display name is the learner's choice: `Mallory_222_assignsubmission_file_`
   is a name, not participant 222); a flat file naming two participants is skipped, and two entries
   naming one participant under different names are both reported, neither graded as it.
@@ -30,7 +30,7 @@ inflated size refuse a zip bomb before anything is read. Within a learner's file
 file is found by name at the shallowest depth (an exercise with a single file also takes the one
 file with its suffix, unless the learner handed in a notebook), so `mywork/data.py` is found too.
 An exercise file found by neither rule comes from the learner's notebook (`alice.ipynb`, or the one
-`.ipynb` at the shallowest depth of their files), assembled by grader.notebooks: the file says
+`.ipynb` at the shallowest depth of their files), assembled by grader.intake.notebooks: the file says
 where each of its lines came from, and what was left out.
 
 At every level (a learner's own folder and zip too), IGNORED names and every name starting with
@@ -66,6 +66,8 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from grader.errors import NotebookError, SourceError
+from grader.intake.incoming import Incoming, no_files_submitted
+from grader.intake.notebooks import assemble, is_notebook
 from grader.limits import ARCHIVE_BYTES as MAX_ARCHIVE_BYTES  # the caps: grader/limits.py
 from grader.limits import ARCHIVE_MEMBERS as MAX_ARCHIVE_MEMBERS
 from grader.limits import CENTRAL_DIRECTORY_BYTES as MAX_DIRECTORY_BYTES
@@ -87,8 +89,6 @@ from grader.limits import METADATA_NODES as MAX_METADATA_NODES
 from grader.limits import NESTED_ARCHIVE_BYTES as MAX_NESTED_BYTES
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise
-from grader.notebooks import assemble, is_notebook
-from grader.submission import Incoming, no_files_submitted
 
 # Never a learner nor a learner's file, at any level of SOURCE (inside a learner's folder or zip
 # too): what operating systems, editors, notebooks and version control leave beside the work. With
@@ -885,7 +885,7 @@ def _from_notebook(
     """The `absent` exercise files, assembled from the learner's notebook (the one at the
     shallowest depth) into `files` and `where` (the notebook's path); the `.py` modules it writes
     with %%writefile join `tree` beside it, as helpers (a file of that name on disk wins). The
-    problem that stops it, or None. Its notes travel in the files it makes (grader.notebooks)."""
+    problem that stops it, or None. Its notes travel in the files it makes (grader.intake.notebooks)."""
     depth = min(len(p.parts) for p in notebooks)
     shallow = sorted(p for p in notebooks if len(p.parts) == depth)
     if len(shallow) > 1:
@@ -1024,7 +1024,7 @@ def wrong_exercise(found: Found, exercise: Exercise, others=()) -> Message | Non
     the learners who handed in files (no problem found in reading them), and at least
     WRONG_EXERCISE_LEARNERS, hold none of `exercise`'s files (holds_exercise_files). It names the
     exercise, how many, the files it expected and, when some of those learners hold files of one
-    of `others` (grader.exercises.all_exercises) by name, the one most of them match. A batch
+    of `others` (grader.catalog.exercises.all_exercises) by name, the one most of them match. A batch
     refuses such a class (class_verdict) unless told to grade it all the same."""
     handed_in = [i for i in found.incoming if i.problem is None and i.names]
     lacking = [i for i in handed_in if not holds_exercise_files(i, exercise)]
@@ -1182,7 +1182,7 @@ def _is_zip(path: Path) -> bool:
 def _incoming(exercise, tree, learner, *, layout, origin, canvas=False, **kw) -> Incoming:
     """One learner's Incoming from their tree. A learner whose folder holds no file at all (an
     empty Moodle submission folder, an empty learner folder) submitted nothing: that is their
-    problem (graded 0, invalid-submission, saying so: submission.no_files_submitted)."""
+    problem (graded 0, invalid-submission, saying so: incoming.no_files_submitted)."""
     (files, problem, warnings), (found, names) = _match(exercise, tree, canvas)
     if problem is None and all(e.is_dir for e in tree.values()):
         problem = no_files_submitted(exercise.files)

@@ -7,7 +7,7 @@ hostile submission (an endless loop at import, a syntax error, a malformed TOML 
 file). Every learner's files differ (a comment names the learner), so no two submissions share a
 hash, as in a real class.
 
-    python -m grader.sampleclass day49-data 200 /tmp/class --hostile import-loop,syntax-error
+    python -m grader.course.sampleclass day49-data 200 /tmp/class --hostile import-loop,syntax-error
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from grader.exercises import exercise_dir, load_exercise
-from grader.mutants import Mutant, alternatives, apply_mutant, load_mutants
+from grader.catalog.exercises import exercise_dir, load_exercise
+from grader.mutation.known import Mutant, alternatives, apply_mutant, load_mutants
 
 HOSTILE = ("import-loop", "syntax-error", "malformed-toml", "missing-file")
 
@@ -198,7 +198,7 @@ def make_canvas_export(
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m grader.sampleclass",
+        prog="python -m grader.course.sampleclass",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

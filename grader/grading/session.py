@@ -7,7 +7,7 @@
 Values that come back are plain Python data and this process's own tensors. A jail that dies is
 replaced by a fresh one for the next check; the handles of the dead one stop working.
 
-Each call has a time budget (grader.budgets: a multiple of the reference's time for the same call,
+Each call has a time budget (grader.grading.budgets: a multiple of the reference's time for the same call,
 with a floor); a call over it fails its check with where the learner's code was when it was
 stopped. A learner module that cannot be used (its file has a problem, or its import raised) and a
 name a module lacks fail only the checks that reach them (`submission.<module>.<name>`).
@@ -18,8 +18,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from grader.budgets import CallBudgets
 from grader.errors import learner_text
+from grader.grading.budgets import CallBudgets
+from grader.grading.failures import Unusable
+from grader.grading.replay import Event, Outcome, Trace, handles_in, outcome_of, raised
+from grader.intake.submission import IN_CELL, line_of
 from grader.jail.client import (
     CpuShare,
     Jail,
@@ -36,8 +39,6 @@ from grader.jail.client import (
 from grader.jail.wire import Handle
 from grader.limits import CALL_FLOOR_SECONDS, JAIL_READY_SECONDS
 from grader.locale import Message, msg
-from grader.replay import Event, Outcome, Trace, handles_in, outcome_of, raised
-from grader.submission import IN_CELL, line_of
 
 
 class Remote:
@@ -99,7 +100,7 @@ class SubmissionSession:
         problems: learner file name -> why that file cannot be used (SubmittedFiles.problems):
         such a module is not imported, and the checks that reach it fail with the problem.
         solution_dir: the exercise's solution, timed for calls `reference_model` has no
-        counterpart of (see grader.budgets)."""
+        counterpart of (see grader.grading.budgets)."""
         freeze_long_lived_objects()
         self.root = Path(root) if root is not None else None
         self.modules = list(modules)
@@ -373,7 +374,7 @@ class SubmissionSession:
 
     # -- internals ----------------------------------------------------------------------------
     def _recorded(self, op: str, target: dict, fields: dict, is_well_formed=None, what=None, budget=None):
-        """One request, kept in the trace with its answer (grader.replay): a learner's exception
+        """One request, kept in the trace with its answer (grader.grading.replay): a learner's exception
         as its type; the jail's own trouble (a timeout, a crash) ends the check's recording."""
         generation = self.generation
         try:
@@ -415,7 +416,6 @@ class SubmissionSession:
         if module not in self.modules:
             return  # torch, numpy: not the learner's
         self.ensure_jail()  # the import's outcome decides
-        from grader.testkit import Unusable  # testkit imports this module
 
         if module in self.broken:
             raise Unusable(self.broken[module], symptoms=["exception"])
@@ -437,7 +437,6 @@ class SubmissionSession:
         that reads it, with its located problem, and only that check."""
         if name in self.toml:
             return self.toml[name]
-        from grader.testkit import Unusable
 
         problem = self.problems.get(name) or msg(
             "missing file: {missing} (this exercise needs {files})", missing=name, files=name

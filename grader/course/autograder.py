@@ -14,7 +14,7 @@ The zip (`members`) holds:
   machine grades with, of what grading imports), then the bundled source's two distributions (the
   client, client/, and the grading side), `pip install --no-deps`; bubblewrap from apt when it is
   missing (the jail falls back to a plain process without it).
-- run_autograder: `python -m grader.autograder`, GRADER_EXERCISES_DIR and GRADER_MUTANTS_DIR naming
+- run_autograder: `python -m grader.course.autograder`, GRADER_EXERCISES_DIR and GRADER_MUTANTS_DIR naming
   the bundled exercises/ and mutants/ (no wheel carries them). It always leaves a valid
   results.json: a submission that cannot be read is a grade of 0 saying why, a failure of the
   grader itself a results.json of score 0 saying so; and when even Python cannot start,
@@ -61,11 +61,11 @@ DEFAULT_ROOT = Path("/autograder")
 CONFIG = "autograder.json"
 FALLBACK = "failed-results.json"
 REQUIREMENTS = "requirements.txt"
-PROJECT = Path(__file__).resolve().parents[1]  # the checkout the zip's source comes from
+PROJECT = Path(__file__).resolve().parents[2]  # the checkout the zip's source comes from
 SOURCE_PACKAGES = ("grader", "reports", "reference_model")  # whole; exercises/ and mutants/ in part
 CLIENT_BUILD = ("client/pyproject.toml", "client/hatch_build.py")  # the student distribution's build
 SKIPPED = re.compile(r"(^|/)(__pycache__|\.[^/]*)(/|$)|\.(pyc|db)$")
-# What grading imports (grader.grading, the jail, reports.gradescope), pinned with all they
+# What grading imports (grader.grading.grade, the jail, reports.gradescope), pinned with all they
 # require: not the server, gradebook or batch dependencies of the grading distribution
 GRADING_DISTRIBUTIONS = (
     "torch",
@@ -115,7 +115,7 @@ def config_for(exercise: str, policy: CoursePolicy, lang: str) -> AutograderConf
 # -- the zip ------------------------------------------------------------------------------------
 
 SETUP_SH = r"""#!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder's image (grader/autograder.py).
+# Gradescope runs this once, as root, when it builds the autograder's image (grader/course/autograder.py).
 set -euo pipefail
 SOURCE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="${GRADER_AUTOGRADER_ROOT:-/autograder}"
@@ -147,17 +147,18 @@ fi
 PIP=("$ROOT/venv/bin/python" -m pip --disable-pip-version-check)
 "${PIP[@]}" install -r "$SOURCE/requirements.txt"
 "${PIP[@]}" install --no-deps "$SOURCE/client" "$SOURCE"
-"$ROOT/venv/bin/python" -c 'import grader.grading, torch; print("setup.sh: ready; torch", torch.__version__)'
+"$ROOT/venv/bin/python" -c \
+    'import grader.grading.grade, torch; print("setup.sh: ready; torch", torch.__version__)'
 """
 
 RUN_AUTOGRADER = r"""#!/usr/bin/env bash
-# Gradescope runs this for every submission (grader/autograder.py): it always leaves a results.json.
+# Gradescope runs this for every submission (grader/course/autograder.py): it always leaves a results.json.
 ROOT="${GRADER_AUTOGRADER_ROOT:-/autograder}"
 mkdir -p "$ROOT/results"
 rm -f "$ROOT/results/results.json"
 cd "$ROOT" || exit 1
 GRADER_AUTOGRADER_ROOT="$ROOT" GRADER_EXERCISES_DIR="$ROOT/source/exercises" \
-    GRADER_MUTANTS_DIR="$ROOT/source/mutants" "$ROOT/venv/bin/python" -m grader.autograder
+    GRADER_MUTANTS_DIR="$ROOT/source/mutants" "$ROOT/venv/bin/python" -m grader.course.autograder
 status=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
     echo "run_autograder: the grader exited with $status and wrote no results.json" >&2
@@ -192,7 +193,7 @@ def pinned_requirements() -> str:
             pins[name] = f"{name}=={version}"
     lines = [pins[name] for name in sorted(pins, key=canonical_name)]
     return (
-        "# what the autograder grades with (grader/autograder.py pinned_requirements)\n"
+        "# what the autograder grades with (grader/course/autograder.py pinned_requirements)\n"
         + "\n".join(lines)
         + "\n"
     )
@@ -209,9 +210,9 @@ def exercise_members(exercise: str) -> list[Member]:
     """exercises/ and mutants/ as the zip has them: only this exercise's files."""
     import exercises as exercises_package
     import mutants as mutants_package
+    from grader.catalog.exercises import exercise_dir, read_toml_model
     from grader.errors import MutantError
-    from grader.exercises import exercise_dir, read_toml_model
-    from grader.mutants import Mutant, mutant_files
+    from grader.mutation.known import Mutant, mutant_files
 
     out = [Member("exercises/__init__.py", Path(exercises_package.__file__).read_bytes())]
     out += _tree(exercise_dir(exercise), f"exercises/{exercise}")
@@ -341,7 +342,7 @@ def run(root: Path) -> dict:
 
     config = AutograderConfig.model_validate_json((root / "source" / CONFIG).read_bytes())
     try:
-        from grader.grading import grade
+        from grader.grading.grade import grade
 
         g = grade(config.exercise, root / "submission")
         data = results(

@@ -1,6 +1,6 @@
 """Grade a whole class into the gradebook: `grader batch` and `grader regrade`.
 
-One process, this one, owns the gradebook: it reads SOURCE (grader/sources.py), records every
+One process, this one, owns the gradebook: it reads SOURCE (grader/intake/sources.py), records every
 learner and submission (source kept), works out what is new or changed (submission hash x
 exercise version), hands those out, and commits each grade the moment it comes back. The grading
 happens elsewhere: in a local pool of spawned worker processes (the default; pytest is not
@@ -18,7 +18,6 @@ import concurrent.futures
 import hashlib
 import json
 import os
-import re
 import socket
 import sys
 import tempfile
@@ -31,12 +30,14 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader import __version__, clock
+from grader import __version__
+from grader.catalog.exercises import exercise_dir, load_exercise
+from grader.course import clock
+from grader.course.learners import failed, output_names
 from grader.errors import BatchError, ExerciseFileError, UsageError
-from grader.exercises import exercise_dir, load_exercise
 from grader.limits import GRADER_ATTEMPTS
 from grader.locale import Message, message_of, msg
-from grader.models import Exercise, Grade, GradeError
+from grader.models import Exercise, Grade
 
 if TYPE_CHECKING:
     from grader.service.policy import CoursePolicy
@@ -77,20 +78,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def failed(exercise: Exercise, kind: str, message, student: str | None) -> Grade:
-    """A grade that failed as a whole; `message` is a Message (or, from the gradebook, text)."""
-    return Grade(
-        exercise=exercise.id,
-        passed=False,
-        score=0.0,
-        max_score=float(exercise.points),
-        error=GradeError(kind=kind, message=message),
-        isolation="none",
-        grader_version=__version__,
-        student=student,
-    )
-
-
 def grade_task(task: dict) -> dict:
     """Grade one submission (a worker process: local pool or Dask). Never raises for a learner's
     sake: a quiz whose sheet is not TOML is `unreadable` (a 0 naming file, line and column); a
@@ -105,14 +92,14 @@ def grade_task(task: dict) -> dict:
             "started_at": started.isoformat(),
         }
         try:
-            from grader.doctor import JailUnsound
-            from grader.grading import grade
+            from grader.grading.grade import grade
+            from grader.intake.sources import helper_name
             from grader.jail.client import CpuShare
-            from grader.sources import helper_name
+            from grader.jail.doctor import JailUnsound
 
             if threading.current_thread() is not threading.main_thread():
                 CpuShare.enabled = False  # a Dask worker's thread: other workers share the CPUs
-            from grader.submission import UsageError
+            from grader.intake.submission import UsageError
 
             exercise = load_exercise(exercise_id)
             here = exercise_version(exercise_id)
@@ -592,7 +579,7 @@ def run_batch(
 ) -> Tally:
     """`grader batch`: read SOURCE, record it, grade what is new or changed, write the outputs
     (the grades that count by `policy`, adjusted: Gradebook.current_grades; with `roster`, its
-    learners without a submission too, scored by `missing`: grader.publish)."""
+    learners without a submission too, scored by `missing`: grader.course.publish)."""
     from grader.store import redact
 
     exercise = load_exercise(exercise_id)
@@ -646,14 +633,14 @@ def run_batch(
 
 
 def read_class(exercise: Exercise, source: Path, *, force: bool = False, refuse: bool = True):
-    """SOURCE read (grader.sources.read_source) and its Tally before grading: the learners, the
+    """SOURCE read (grader.intake.sources.read_source) and its Tally before grading: the learners, the
     skipped entries, the learners unreadable as found or with no file at all, and the verdict
     that SOURCE is no class (sources.not_a_class) or another exercise's (sources.wrong_exercise).
     That verdict is a BatchError (before the gradebook is opened or anything written) unless
     `force` (then a warning) or not `refuse` (dry_run, which shows the class first: refusal).
     BatchError when SOURCE is unusable."""
-    from grader.sources import SourceError, read_source
-    from grader.submission import NO_FILES_SUBMITTED
+    from grader.intake.incoming import NO_FILES_SUBMITTED
+    from grader.intake.sources import SourceError, read_source
 
     try:
         found = read_source(source, exercise)
@@ -680,8 +667,8 @@ def read_class(exercise: Exercise, source: Path, *, force: bool = False, refuse:
 
 def class_verdict(found, exercise: Exercise):
     """sources.class_verdict, against every exercise known (the one the files belong to is named)."""
-    from grader import sources
-    from grader.exercises import all_exercises
+    from grader.catalog.exercises import all_exercises
+    from grader.intake import sources
 
     try:
         others = all_exercises()
@@ -760,8 +747,8 @@ class Final:
 
 
 def final_numbers(gradebook, exercise: Exercise, policy, roster=None, missing: str = "blank") -> Final:
-    """The final scores of `exercise` (grader.publish's: the same grades and roster)."""
-    from grader.publish import absent_learners
+    """The final scores of `exercise` (grader.course.publish's: the same grades and roster)."""
+    from grader.course.publish import absent_learners
 
     current = gradebook.current_grades(exercise.id, policy=policy)
     absent = absent_learners(gradebook, roster or [], current)
@@ -840,31 +827,6 @@ def summary(exercise: Exercise, tally: Tally, final: Final | None = None) -> str
 # -- outputs under --out -----------------------------------------------------------------------
 
 
-HASHED = re.compile(r"-[0-9a-f]{10}$")
-
-
-def safe_name(key: str, *, hashed: bool = False) -> str:
-    """A file name for a learner id (never a path), one per learner: a name that had to be
-    altered, or that ends like a hashed one (`a_b-0123456789`), ends in a hash of the id, so `a b`
-    and `a_b-<hash>` never meet; `hashed` forces the hash (output_names, for case-blind disks)."""
-    name = re.sub(r"[^A-Za-z0-9._@-]", "_", key)[:80].lstrip(".") or "learner"
-    if hashed or name != key or HASHED.search(key):
-        name += "-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return name
-
-
-def output_names(learners) -> dict[str, str]:
-    """learner -> file name, unique in the class even on a case-insensitive file system."""
-    names = {key: safe_name(key) for key in learners}
-    folded: dict[str, list[str]] = {}
-    for key, name in names.items():
-        folded.setdefault(name.casefold(), []).append(key)
-    for keys in folded.values():
-        if len(keys) > 1:
-            names.update({key: safe_name(key, hashed=True) for key in keys})
-    return names
-
-
 def write_outputs(
     out: Path,
     gradebook,
@@ -877,10 +839,10 @@ def write_outputs(
     missing: str = "blank",
 ) -> list[str]:
     """One JSON grade per learner and a summary (batch.json), then the class report and CSV, the
-    published feedback and the LMS import files (grader.publish: with `roster`, its learners
+    published feedback and the LMS import files (grader.course.publish: with `roster`, its learners
     without a submission too, scored by `missing`): the grades that count by `policy`, adjusted,
     removed learners and submissions left out."""
-    from grader.publish import publish
+    from grader.course.publish import publish
     from reports import render
 
     out.mkdir(parents=True, exist_ok=True)

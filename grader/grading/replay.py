@@ -1,12 +1,12 @@
 """The calls a check made, recorded, and replayed on trusted code: the mutant is its own fingerprint.
 
 Every request a hidden test makes of the learner's code passes through the submission session
-(grader.session), which records it per check as an `Event`: what was asked (a call, a load of
+(grader.grading.session), which records it per check as an `Event`: what was asked (a call, a load of
 weights, a training run, ...) and what came back (a value, or the type of the exception raised).
 When a check fails, its events are replayed in this process on the exercise's solution and on
 each of its mutants (trusted code: the grader's own files, never the learner's), through the very
 operations the jail's worker runs (grader/jail/worker.py), and a mutant whose outcomes match the
-learner's, where the solution's do not, names the learner's bug (grader.fingerprints).
+learner's, where the solution's do not, names the learner's bug (grader.grading.fingerprints).
 
     modules = counterpart(files, key="day45-attention/no-scale")   # trusted sources, imported here
     outcomes = replay(events, modules)                              # one Outcome per event
@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 import grader.jail
-from grader.budgets import TimingStopped, same_random_state, stopped_after
+from grader.grading.budgets import TimingStopped, same_random_state, stopped_after
 from grader.jail import wire
 from grader.jail.wire import Handle
 from grader.limits import REPLAY_CACHE_BYTES, REPLAY_EVENTS, REPLAY_VALUE_ELEMENTS

@@ -2,8 +2,8 @@
 
 Runs in the trusted process and never executes learner code: Python files are only parsed with
 `ast` (to report a syntax error with its line), TOML files with tomllib. The files are found by
-grader.sources.match_files, the one rule grade, batch, submit and the server share. A file
-assembled from a notebook (grader.notebooks) is located as the notebook's `cell N, line M`, and the
+grader.intake.sources.match_files, the one rule grade, batch, submit and the server share. A file
+assembled from a notebook (grader.intake.notebooks) is located as the notebook's `cell N, line M`, and the
 notes it carries (what the assembly left out) become the grade's warnings.
 
 `precheck` is what the student client refuses to send (`grader submit`: a submission that could
@@ -15,29 +15,17 @@ that is not TOML.
 from __future__ import annotations
 
 import ast
-import hashlib
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
-from grader import notebooks
-from grader.errors import InvalidSubmission, UsageError
+from grader.errors import InvalidSubmission, SourceError, UsageError
+from grader.intake import notebooks
+from grader.intake.incoming import files_digest
+from grader.intake.sources import read_learner
 from grader.locale import N_, Message, message_of, msg
 from grader.models import Exercise
-
-
-def files_digest(files: Mapping[str, bytes], problem: str | None = None) -> str:
-    """The SHA-256 of a submission's files (and of the problem that stops it being graded): the
-    gradebook deduplicates by it, the grader and the student client show it. One rule, here,
-    because this module is light enough for the client (no torch, no SQLAlchemy)."""
-    h = hashlib.sha256()
-    for name in sorted(files):
-        h.update(name.encode() + b"\0" + files[name] + b"\0")
-    if problem:
-        h.update(b"problem\0" + problem.encode("utf-8", "replace"))
-    return h.hexdigest()
 
 
 @dataclass
@@ -58,38 +46,11 @@ class SubmittedFiles:
         return files_digest(self.files)
 
 
-@dataclass
-class Incoming:
-    """One learner's submission as a batch found it in SOURCE (or the server received it)."""
-
-    learner: str
-    files: dict[str, bytes]
-    name: str | None = None
-    email: str | None = None
-    layout: str = "folder"
-    origin: str = ""
-    late: bool = False
-    problem: str | None = None  # why it cannot be graded (symlink, too large, ...)
-    submitted_at: datetime | None = None
-    warnings: tuple = ()  # Messages: helper modules left out (never stored: batch prints them)
-    # how SOURCE held the files (grader.sources.Listing; never stored: `batch --dry-run` prints
-    # them, the wrong-exercise warning reads them): exercise file -> its path, every name handed in
-    found: dict[str, str] = field(default_factory=dict)
-    names: frozenset[str] = frozenset()
-
-    @property
-    def digest(self) -> str:
-        return files_digest(self.files, self.problem)
-
-
 def read_submission(exercise: Exercise, path: Path) -> SubmittedFiles:
     """The learner files at `path`, found as `grader batch` finds one learner's (a folder, a nested
-    folder, one file, a zip of the work: grader.sources.read_learner), then checked (check_files).
+    folder, one file, a zip of the work: grader.intake.sources.read_learner), then checked (check_files).
     Raises UsageError for a missing PATH (and a quiz sheet that is not TOML: SPEC's exit 2),
     InvalidSubmission when nothing of it can be graded."""
-    from grader.errors import SourceError
-    from grader.sources import read_learner
-
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         raise UsageError(f"PATH: {path} does not exist")
@@ -110,23 +71,6 @@ def read_submission(exercise: Exercise, path: Path) -> SubmittedFiles:
             )
         )
     return check_files(exercise, files, warnings)
-
-
-def no_files_submitted(files) -> Message:
-    """The problem of a learner who handed in nothing at all (an empty Moodle submission folder),
-    naming the exercise's `files`: graded 0 as invalid-submission with this message, which
-    is_no_submission recognises."""
-    return msg("no files were submitted (this exercise needs {files})", files=", ".join(files))
-
-
-NO_FILES_SUBMITTED = no_files_submitted(()).msgid
-
-
-def is_no_submission(grade) -> bool:
-    """Is this Grade that of a learner who submitted no file (no_files_submitted)? The class
-    report and the exports count such grades as "no submission", apart from invalid ones."""
-    error = grade.error
-    return error is not None and error.kind == "invalid-submission" and error.message_id == NO_FILES_SUBMITTED
 
 
 def check_files(exercise: Exercise, files: Mapping[str, bytes], warnings=()) -> SubmittedFiles:

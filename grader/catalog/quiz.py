@@ -1,6 +1,6 @@
 """Quiz exercises: a learner's answers.toml graded against the key, question by question.
 
-Answers are data: they are parsed by tomllib in the grader and compared by grader.answers (pure
+Answers are data: they are parsed by tomllib in the grader and compared by grader.catalog.answers (pure
 functions). Nothing of the learner's runs, so quizzes need no jail.
 """
 
@@ -13,7 +13,7 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from grader.answers import (
+from grader.catalog.answers import (
     ChoiceQuestion,
     InfQuestion,
     IntegerQuestion,
@@ -21,12 +21,12 @@ from grader.answers import (
     check_answer,
     question_from_dict,
 )
+from grader.catalog.exercises import exercise_dir, read_toml_model
+from grader.catalog.variants import draw, draw_params
 from grader.errors import ExerciseFileError, UsageError, shown_path
-from grader.exercises import exercise_dir, read_toml_model
+from grader.intake.submission import SubmittedFiles
 from grader.locale import Message, msg
 from grader.models import CheckResult, Exercise, Rule, Title
-from grader.submission import SubmittedFiles
-from grader.variants import draw, draw_params
 
 CHECK_FIELDS = {"rule", "day", "text", "points", "variant"}
 
@@ -42,7 +42,7 @@ class QuizQuestion(BaseModel):
     day: int
     points: float = 1.0
     text: Title
-    variant: str | None = None  # a generator in grader.variants: the key depends on the learner
+    variant: str | None = None  # a generator in grader.catalog.variants: the key depends on the learner
 
     def engine_fields(self) -> dict:
         return {k: v for k, v in self.model_dump(by_alias=True).items() if k not in CHECK_FIELDS}

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from grader.errors import ExerciseFileError
+from grader.grading.failures import CheckFailure, take_attachments
 from grader.jail.client import JailError, JailTimeout, LearnerError
 from grader.limits import PYTEST_SESSIONS
 from grader.locale import message_of, msg
 from grader.models import CheckResult, Diagnosis
-from grader.testkit import CheckFailure, take_attachments
 
 INI = Path(__file__).with_name("hidden-pytest.ini")
 UNUSED_PLUGINS = (
@@ -165,9 +165,9 @@ def marker_problems(exercise, marked: Sequence[tuple[str, str, Mapping]]) -> lis
     line each naming the test (`marked`: (hidden file::test, check id, marker kwargs)): a rule
     that is neither shipped nor declared in exercise.toml, a check id used twice, and points
     that do not add up to exercise.toml's `points`."""
+    from grader.catalog.exercises import exercise_dir
+    from grader.catalog.rules import exercise_rules
     from grader.errors import shown_path
-    from grader.exercises import exercise_dir
-    from grader.rules import exercise_rules
 
     known = exercise_rules(exercise)
     problems = []

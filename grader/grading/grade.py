@@ -13,17 +13,17 @@ import time
 from pathlib import Path
 
 from grader import __version__
-from grader.doctor import ensure_sound as ensure_jail_sound
-from grader.exercises import exercise_dir, load_exercise
-from grader.fingerprints import Namer
+from grader.catalog.exercises import exercise_dir, load_exercise
+from grader.catalog.quiz import grade_sheet
+from grader.grading.fingerprints import Namer
+from grader.grading.replay import Event, Trace
+from grader.grading.runner import run_hidden_tests, stopped_at
+from grader.grading.session import SubmissionSession, import_problem
+from grader.intake.submission import InvalidSubmission, SubmittedFiles, read_submission
 from grader.jail.client import JailError, JailTimeout
+from grader.jail.doctor import ensure_sound as ensure_jail_sound
 from grader.locale import message_of, msg
 from grader.models import CheckResult, Diagnosis, Exercise, Grade, GradeError, Printed
-from grader.quiz import grade_sheet
-from grader.replay import Event, Trace
-from grader.runner import run_hidden_tests, stopped_at
-from grader.session import SubmissionSession, import_problem
-from grader.submission import InvalidSubmission, SubmittedFiles, read_submission
 
 
 def grade(
@@ -203,7 +203,7 @@ def grade_code(
 
 def solution_trace(exercise: Exercise | str) -> dict[str, list[Event]]:
     """check id -> the requests its hidden test made of the exercise's solution, with the answers
-    (grader.replay): the grader's own inputs, on which a generated mutant can be compared."""
+    (grader.grading.replay): the grader's own inputs, on which a generated mutant can be compared."""
     exercise = load_exercise(exercise) if isinstance(exercise, str) else exercise
     submitted = read_submission(exercise, exercise_dir(exercise.id) / "solution")
     trace = Trace()
@@ -213,7 +213,7 @@ def solution_trace(exercise: Exercise | str) -> dict[str, list[Event]]:
 
 def named_bugs(exercise: Exercise, session: SubmissionSession, results: list[CheckResult]) -> list[Diagnosis]:
     """The known bugs behind the failed checks, one explanation for the whole submission
-    (grader.fingerprints), the jail still there to tell candidates apart. Naming is a hint: its
+    (grader.grading.fingerprints), the jail still there to tell candidates apart. Naming is a hint: its
     failure never costs a grade."""
     if all(r.passed for r in results):
         return []

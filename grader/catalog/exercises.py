@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from exercises import EXERCISES_DIR
 from grader.errors import ExerciseFileError, UnknownExercise, shown_path
-from grader.models import Exercise
+from grader.models import SHIPPED_RULES, Exercise
 
 
 def exercise_dir(exercise_id: str) -> Path:
@@ -24,8 +24,6 @@ def load_exercise(exercise_id: str) -> Exercise:
         known = ", ".join(e.id for e in all_exercises())
         raise UnknownExercise(f"unknown exercise {exercise_id!r}; known exercises: {known}")
     exercise = read_toml_model(path, Exercise)
-    from grader.rules import declaration_problems
-
     problems = declaration_problems(exercise)
     if exercise.id != exercise_id:
         problems.insert(0, f"id {exercise.id!r} differs from the folder name {exercise_id!r}")
@@ -53,12 +51,14 @@ def all_exercises() -> list[Exercise]:
     return [load_exercise(p.parent.name) for p in sorted(EXERCISES_DIR.glob("*/exercise.toml"))]
 
 
-def starter_files(exercise: Exercise) -> dict[str, bytes]:
-    """The starter as `grader starter` writes it (a quiz: its default variant's sheet), file name
-    -> bytes: what every learner began with, so what a comparison of their work leaves out."""
-    if exercise.kind == "quiz":
-        from grader.quiz import starter_text
-
-        return {name: starter_text(exercise, None).encode("utf-8") for name in exercise.files}
-    folder = exercise_dir(exercise.id) / "starter"
-    return {name: (folder / name).read_bytes() for name in exercise.files if (folder / name).is_file()}
+def declaration_problems(exercise: Exercise) -> list[str]:
+    """What is wrong with the exercise's `[[rules]]`: a rule declared twice, or a shipped one."""
+    seen: set[str] = set()
+    problems = []
+    for i, rule in enumerate(exercise.rules, 1):
+        if rule.id in SHIPPED_RULES:
+            problems.append(f"[[rules]] #{i}: rule {rule.id!r} is a shipped rule; declare only new ones")
+        elif rule.id in seen:
+            problems.append(f"[[rules]] #{i}: rule {rule.id!r} is declared twice")
+        seen.add(rule.id)
+    return problems

@@ -33,6 +33,8 @@ from hypothesis.errors import HypothesisException
 from hypothesis.internal.entropy import deterministic_PRNG
 from hypothesis.strategies._internal.lazy import LazyStrategy
 
+from grader.grading.failures import CheckFailure, Unusable, tolerance
+from grader.grading.runner import explain
 from grader.jail.client import JailError, LearnerError
 from grader.limits import EXPLORED_RUNS
 from grader.locale import msg
@@ -66,11 +68,11 @@ class _Failed(Exception):
 def _hypothesis_home() -> None:
     """Where hypothesis keeps its files (the example database is off, but it caches each local
     module's constants under `constants/`): the grader's cache folder (GRADER_CACHE_DIR, else
-    ~/.cache/gpt-bughunt-grader: grader.doctor), never `.hypothesis/` in the folder the grader
+    ~/.cache/gpt-bughunt-grader: grader.jail.doctor), never `.hypothesis/` in the folder the grader
     was run from. Writing there failing is no error to hypothesis: it only computes again."""
     from hypothesis.configuration import set_hypothesis_home_dir
 
-    from grader.doctor import _cache_dir
+    from grader.jail.doctor import _cache_dir
 
     set_hypothesis_home_dir(_cache_dir() / "hypothesis")
 
@@ -136,7 +138,6 @@ def _explore(cases, prop, examples, what, corners, seen: list, answered: list, r
     """explore() with hypothesis: its first len(answered) calls, on the `seen` cases, are
     answered from `answered` (None: passed; else that failure); `recorded` (a _Recording, or
     None) gets the cases of a run in which none failed."""
-    from grader.testkit import Unusable
 
     failures: list[tuple[object, BaseException]] = []  # the last is hypothesis's smallest so far
     calls_since_failure = 0
@@ -249,7 +250,6 @@ class _Recording:
 def _run_drawn(case, prop: Callable[[object], None]) -> BaseException | None:
     """prop(case) as hypothesis's run would call it (Python's and numpy's generators seeded as
     it seeds them): None if it passed, the failure to shrink, or what ends the check, raised."""
-    from grader.testkit import Unusable
 
     try:
         with deterministic_PRNG():
@@ -386,7 +386,6 @@ def _as_seeded() -> bool:
 def corner(case, prop: Callable[[object], None], *, what: str = "") -> None:
     """Run `prop` on one explicit case (e.g. the contract's own example, [500, 502]); its failure
     is raised with the input shown, as written."""
-    from grader.testkit import Unusable
 
     try:
         prop(case)
@@ -402,8 +401,6 @@ def _not_implemented(exc: BaseException) -> bool:
 
 def _failure(case, exc: BaseException, what: str, *, smallest: bool):
     """The case's CheckFailure, its message followed by the input it failed on."""
-    from grader.runner import explain
-    from grader.testkit import CheckFailure
 
     message, symptoms, evidence = explain(exc)
     shown = describe(case)
@@ -560,7 +557,6 @@ def conditioned_tolerance(
     may round that difference at the inputs' magnitude (exp(z - logsumexp(z)) does), an error of
     eps * max|z| relative to the result even where no perturbation of z moves it (a saturated
     softmax); that much is allowed too."""
-    from grader.testkit import tolerance
 
     eps = torch.finfo(dtype).eps
     exact = [x.to(torch.float64) if _is_float(x) else x for x in inputs]

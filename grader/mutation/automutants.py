@@ -4,9 +4,9 @@
 
 Each mutant changes one node of one solution file by a named operator (OPERATORS). Mutants whose
 compiled code equals the original's are dropped; the rest are graded through the learner's path
-(grader.grading.grade, stopping at the first failed check: a kill needs one). A survivor whose
+(grader.grading.grade.grade, stopping at the first failed check: a kill needs one). A survivor whose
 outputs and gradients equal the solution's in float64 on the grader's own inputs (the solution's
-trace, grader.replay) is likely equivalent; one listed in <exercise>/equivalents.toml (pinned by
+trace, grader.grading.replay) is likely equivalent; one listed in <exercise>/equivalents.toml (pinned by
 its hash) is a reviewed equivalent. Neither counts in the adjusted score.
 
 Not mutated: `if __name__ == "__main__"` blocks, docstrings, and any string or message: the
@@ -426,7 +426,7 @@ def same_code(a: types.CodeType, b: types.CodeType) -> bool:
 
 
 def solution_files(exercise_id: str) -> dict[str, str]:
-    from grader.exercises import exercise_dir
+    from grader.catalog.exercises import exercise_dir
 
     return {p.name: p.read_text() for p in sorted((exercise_dir(exercise_id) / "solution").glob("*.py"))}
 
@@ -467,7 +467,7 @@ class Equivalent(BaseModel):
 
 def reviewed_equivalents(exercise_id: str) -> list[Equivalent]:
     """<exercise>/equivalents.toml: [[equivalent]] hash, operator, reason (none if absent)."""
-    from grader.exercises import exercise_dir
+    from grader.catalog.exercises import exercise_dir
 
     path = exercise_dir(exercise_id) / "equivalents.toml"
     if not path.exists():
@@ -488,7 +488,7 @@ def reviewed_equivalents(exercise_id: str) -> list[Equivalent]:
 
 def mutation_floor(exercise_id: str) -> float:
     """`[mutation] floor` of exercise.toml, DEFAULT_FLOOR if absent."""
-    from grader.exercises import exercise_dir
+    from grader.catalog.exercises import exercise_dir
 
     path = exercise_dir(exercise_id) / "exercise.toml"
     floor = tomllib.loads(path.read_text()).get("mutation", {}).get("floor", DEFAULT_FLOOR)
@@ -517,8 +517,8 @@ def grade_mutant(job: tuple[str, AutoMutant]) -> MutantResult:
     import shutil
     import tempfile
 
-    from grader.exercises import exercise_dir
-    from grader.grading import grade
+    from grader.catalog.exercises import exercise_dir
+    from grader.grading.grade import grade
 
     exercise_id, mutant = job
     with tempfile.TemporaryDirectory(prefix="grader-automut-") as tmp:
@@ -534,7 +534,7 @@ def grade_mutant(job: tuple[str, AutoMutant]) -> MutantResult:
 
 
 def cache_dir() -> Path:
-    from grader.doctor import _cache_dir  # GRADER_CACHE_DIR, else ~/.cache/gpt-bughunt-grader
+    from grader.jail.doctor import _cache_dir  # GRADER_CACHE_DIR, else ~/.cache/gpt-bughunt-grader
 
     return _cache_dir() / "automut"
 
@@ -544,7 +544,7 @@ def inputs_key(exercise_id: str) -> str:
     exercise.toml, and the grader (its version and its own sources, this module's aside: it
     does not grade)."""
     import grader
-    from grader.exercises import exercise_dir
+    from grader.catalog.exercises import exercise_dir
 
     h = hashlib.sha256(grader.__version__.encode())
     package = Path(grader.__file__).parent
@@ -563,11 +563,11 @@ def inputs_key(exercise_id: str) -> str:
 def replay_key() -> str:
     """What a survivor's replay verdict depends on besides the grade's inputs: this module and
     the replay core (an edit of either redoes the replays, not the grading)."""
+    import grader.grading.replay
     import grader.jail.worker
-    import grader.replay
 
     h = hashlib.sha256()
-    for module in (__file__, grader.replay.__file__, grader.jail.worker.__file__):
+    for module in (__file__, grader.grading.replay.__file__, grader.jail.worker.__file__):
         h.update(Path(module).read_bytes())
     return h.hexdigest()[:24]
 
@@ -666,7 +666,7 @@ class SolutionReplay(BaseModel):
 def replay_solution(exercise_id: str, trace: Mapping[str, list], files: Mapping[str, str]) -> SolutionReplay:
     import sys
 
-    from grader.replay import counterpart, replay
+    from grader.grading.replay import counterpart, replay
 
     key = f"automut/{exercise_id}/solution/{time.monotonic_ns()}"  # a fresh import, traced
     prefix = f"<{key}>/"
@@ -708,7 +708,7 @@ def distinguish(
     """(likely equivalent, the input telling it apart): the checks' recorded requests replayed
     on the mutant, in float64 with gradients, against the solution's answers; the first that
     differs. A mutant on a line no request (nor the import) runs is not equivalent: untested."""
-    from grader.replay import counterpart, replay, same
+    from grader.grading.replay import counterpart, replay, same
 
     if (mutant.file, mutant.line) not in solution.reached:
         return False, f"no grader input reaches {mutant.file} line {mutant.line}"
@@ -838,7 +838,7 @@ def auto_score(
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    from grader.grading import solution_trace
+    from grader.grading.grade import solution_trace
 
     start = time.monotonic()
     reviewed = reviewed_equivalents(exercise_id)  # bad input fails before any grading

@@ -2,10 +2,10 @@
 (`grader exercise check`): the folder's files consistent, the solution and every alternative at
 full marks, every hand-written mutant killed and named by a check of its own rule, the starter
 (if it is the solution with known bugs) caught and its bugs named, a sample of pairs of known
-bugs named at grader.compose's floors, and the auto-mutation score at its floor.
+bugs named at grader.mutation.compose's floors, and the auto-mutation score at its floor.
 
-Grading is grader.mutants' (cases, verify, judge), grader.compose's (compose) and
-grader.automutants' (auto_score); this module only gathers their verdicts into one summary.
+Grading is grader.mutation.verify's (cases, verify, judge), grader.mutation.compose's (compose) and
+grader.mutation.automutants' (auto_score); this module only gathers their verdicts into one summary.
 '''
 
 from __future__ import annotations
@@ -142,11 +142,11 @@ class Summary(BaseModel):
 def file_problems(exercise_id: str) -> list[str]:
     """What makes the folder unusable, one line each naming file and item (exercise.toml read by
     load_exercise already): mutants of this exercise with a rule it does not know, starter
-    mutants that do not exist, and the hidden tests' markers (grader.runner.marker_problems)."""
-    from grader.exercises import exercise_dir, load_exercise
-    from grader.mutants import load_mutants, mutant_files
-    from grader.rules import exercise_rules
-    from grader.runner import run_hidden_tests
+    mutants that do not exist, and the hidden tests' markers (grader.grading.runner.marker_problems)."""
+    from grader.catalog.exercises import exercise_dir, load_exercise
+    from grader.catalog.rules import exercise_rules
+    from grader.grading.runner import run_hidden_tests
+    from grader.mutation.known import load_mutants, mutant_files
 
     exercise = load_exercise(exercise_id)
     known = exercise_rules(exercise)
@@ -184,8 +184,8 @@ def check_exercise(
     grade_with=None,
 ) -> Summary:
     """The summary of `grader exercise check`; ExerciseFileError (exit 2) when the folder is
-    unusable. grade_with: grades the cases in this process (grader.mutants.verify)."""
-    from grader.mutants import cases, verify
+    unusable. grade_with: grades the cases in this process (grader.mutation.verify.verify)."""
+    from grader.mutation.verify import cases, verify
 
     if problems := file_problems(exercise_id):
         raise ExerciseFileError("\n".join(problems))
@@ -206,17 +206,17 @@ def check_exercise(
     return Summary(exercise=exercise_id, rows=rows)
 
 
-# `exercise check` composes this many pairs of known bugs per exercise (grader.compose), drawn
+# `exercise check` composes this many pairs of known bugs per exercise (grader.mutation.compose), drawn
 # with the default seed: a few grades, within the suite's budget (tests/README.md). Single bugs
-# are each a mutant case already (grader.mutants.judge).
+# are each a mutant case already (grader.mutation.verify.judge).
 COMPOSE_K = 2
 COMPOSE_SAMPLE = 4
 
 
 def compose_row(exercise_id: str, workers: int, grade_with=None) -> Row:
-    """A sample of pairs of the exercise's known bugs, graded and held to grader.compose.FLOORS
+    """A sample of pairs of the exercise's known bugs, graded and held to grader.mutation.compose.FLOORS
     (the naming time is not measured here)."""
-    from grader.compose import compose
+    from grader.mutation.compose import compose
 
     report = compose(
         exercise_id, COMPOSE_K, COMPOSE_SAMPLE, workers=workers, timing=False, grade_with=grade_with
@@ -241,7 +241,7 @@ def compose_row(exercise_id: str, workers: int, grade_with=None) -> Row:
 
 def auto_row(exercise_id: str, budget: int | None, workers: int) -> Row:
     try:
-        from grader.automutants import auto_score
+        from grader.mutation.automutants import auto_score
     except ImportError:
         return Row(kind="auto", name="auto mutants", ok=True, why="auto mutants: not available")
     report = auto_score(exercise_id, budget, workers=workers)

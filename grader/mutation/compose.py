@@ -4,9 +4,9 @@ grade states as fact compared with what was injected (issue 29; docs/diagnosis.m
 The core is pure: which k-subsets of an exercise's known bugs apply together (`compositions`),
 a deterministic sample of them (`sample`), and the counting over graded outcomes (`tally`,
 `exclusive`, `floor_problems`). The shell (`compose`) writes each composition to a temporary
-folder, grades it through the learner's path (grader.grading.grade) in a spawn pool, and
+folder, grades it through the learner's path (grader.grading.grade.grade) in a spawn pool, and
 reports. `grader mutants compose` renders the report; `grader exercise check` runs it on a
-small sample (grader.authoring).
+small sample (grader.catalog.authoring).
 
 Counting, per composition: *named* are the diagnoses at level "reproduced" that carry a mutant
 id (stated as fact); *candidates* those at level "candidate"; *localized* those at level
@@ -59,7 +59,7 @@ def exercise_bugs(mutants: Iterable, exercise: str) -> list:
 def applied(bugs: Sequence, exercise: str, files: Mapping[str, str]) -> dict[str, str] | None:
     """`files` with every bug's edits made, in the order given; None when one edit's text is not
     there exactly once after the others (they overlap)."""
-    from grader.mutants import mutated_sources
+    from grader.mutation.known import mutated_sources
 
     sources = dict(files)
     for bug in bugs:
@@ -214,7 +214,7 @@ class Totals(BaseModel):
 
 def tally(outcomes: Sequence[Outcome], exclusive_pairs: set[frozenset[str]]) -> Totals:
     """The counts of the module docstring over graded outcomes; `exclusive_pairs`: the pairs of
-    bugs that cannot both be in one program (grader.compose.exclusive_pairs)."""
+    bugs that cannot both be in one program (grader.mutation.compose.exclusive_pairs)."""
     t = Totals(compositions=len(outcomes))
     for i, o in enumerate(outcomes):
         injected = set(o.injected)
@@ -279,7 +279,7 @@ class Job(BaseModel):
 
 def solution_files(exercise: str) -> dict[str, str]:
     """name -> text of the exercise's solution files (the folder's top level)."""
-    from grader.exercises import exercise_dir
+    from grader.catalog.exercises import exercise_dir
 
     folder = exercise_dir(exercise) / "solution"
     return {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.is_file()}
@@ -287,13 +287,13 @@ def solution_files(exercise: str) -> dict[str, str]:
 
 def grade_composition(job: Job, grade_with: Callable | None = None) -> Outcome:
     """Grade one composition through the learner's path. grade_with(exercise, path, **options) ->
-    Grade: grader.grading.grade unless given (a store of grades)."""
+    Grade: grader.grading.grade.grade unless given (a store of grades)."""
     import shutil
     import tempfile
 
+    from grader.catalog.exercises import exercise_dir
     from grader.errors import UsageError
-    from grader.exercises import exercise_dir
-    from grader.grading import grade
+    from grader.grading.grade import grade
 
     grade_with = grade_with or grade
     with tempfile.TemporaryDirectory(prefix="grader-compose-") as tmp:
@@ -313,8 +313,8 @@ def grade_composition(job: Job, grade_with: Callable | None = None) -> Outcome:
 def _warm(exercise: str, timing: bool) -> None:
     """A pool worker's first grade when timing (the solution's, discarded): imports, the jail's
     zygote and the hidden tests' collection are paid here, not by the first composition."""
-    from grader.exercises import exercise_dir
-    from grader.grading import grade
+    from grader.catalog.exercises import exercise_dir
+    from grader.grading.grade import grade
 
     if not timing:
         return
@@ -370,9 +370,9 @@ def compose(
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
+    from grader.catalog.exercises import load_exercise
     from grader.errors import UsageError
-    from grader.exercises import load_exercise
-    from grader.mutants import load_mutants
+    from grader.mutation.known import load_mutants
 
     started = time.monotonic()
     ex = load_exercise(exercise)

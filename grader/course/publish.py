@@ -15,7 +15,7 @@ below and the batch's summary show), it writes under OUT:
     published.json         the manifest: learner -> name, lang, score, files (for tests and the
                            class report, which links each learner's row to their page)
 
-<name> is grader.batch.output_names' (the names of grades/*.json). Each report is in the
+<name> is grader.course.learners.output_names' (the names of grades/*.json). Each report is in the
 learner's language where the gradebook has one (Learner.lang, from a roster), else in `lang`.
 A removed learner (Learner.removed_at) is not published. `record_roster` stores a roster's
 names, emails and languages for the learners the gradebook knows, before publishing.
@@ -35,6 +35,7 @@ from pathlib import Path
 
 from sqlalchemy import distinct, func, select
 
+from grader.course.learners import failed, output_names
 from grader.errors import UsageError
 from grader.models import Exercise
 from grader.service.roster import RosterRow
@@ -120,8 +121,7 @@ def absent_learners(gradebook, roster: list[RosterRow], shown) -> list[RosterRow
 
 def no_submission_grade(exercise: Exercise, learner: str):
     """The grade of a learner who handed in nothing: 0, "no submission" (is_no_submission)."""
-    from grader.batch import failed
-    from grader.submission import no_files_submitted
+    from grader.intake.incoming import no_files_submitted
 
     return failed(exercise, "invalid-submission", no_files_submitted(exercise.files), learner)
 
@@ -185,7 +185,7 @@ def write_class_report(
             f"WARNING: no class report or CSV written: reports.class_report is not available ({exc}); "
             "`grader gradebook export --format csv` exports the grades"
         )
-    from grader.exercises import starter_files
+    from grader.catalog.starters import starter_files
 
     # learner rows link to learners/<name>.html (published beside class.html); copies read the files
     counted = gradebook.submissions(exercise.id, [c.submission_id for c in shown])
@@ -221,7 +221,6 @@ def publish(
     """Write the class report, the reports, the LMS import files and the manifest under `out`;
     lines to echo. A roster is recorded first (record_roster). UsageError for a bad
     --canvas-assignment or --missing, or an `out` that cannot be written."""
-    from grader.batch import output_names
     from reports import render
     from reports.lms import (
         ENCODING,

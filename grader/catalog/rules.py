@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from grader.catalog.exercises import all_exercises
+from grader.errors import GraderError
 from grader.locale import translate
 from grader.models import SHIPPED_RULES, DeclaredRule, Exercise
 
@@ -14,25 +16,9 @@ def exercise_rules(exercise: Exercise) -> list[str]:
     return [*SHIPPED_RULES, *(r.id for r in exercise.rules)]
 
 
-def declaration_problems(exercise: Exercise) -> list[str]:
-    """What is wrong with the exercise's `[[rules]]`: a rule declared twice, or a shipped one."""
-    seen: set[str] = set()
-    problems = []
-    for i, rule in enumerate(exercise.rules, 1):
-        if rule.id in SHIPPED_RULES:
-            problems.append(f"[[rules]] #{i}: rule {rule.id!r} is a shipped rule; declare only new ones")
-        elif rule.id in seen:
-            problems.append(f"[[rules]] #{i}: rule {rule.id!r} is declared twice")
-        seen.add(rule.id)
-    return problems
-
-
 @cache
 def declared_rules() -> dict[str, DeclaredRule]:
     """Every rule the exercises declare, by id (the first exercise's, should two declare one)."""
-    from grader.errors import GraderError
-    from grader.exercises import all_exercises
-
     try:
         exercises = all_exercises()
     except GraderError:  # a report still renders when one exercise.toml is broken

@@ -1,7 +1,7 @@
 """Naming a submission's bugs: the smallest set of known bugs that reproduces every failing call.
 
 The mutant is its own fingerprint (DESIGN.md, principle 3). Once every check has run, the requests
-the failed checks made of the learner's code (grader.replay) are replayed, in this process, on the
+the failed checks made of the learner's code (grader.grading.replay) are replayed, in this process, on the
 exercise's solution and on sets of its known bugs applied together (trusted code: the grader's
 own files). One explanation is sought for the whole submission (docs/diagnosis.md):
 
@@ -32,10 +32,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from grader.limits import FINGERPRINT_CANDIDATES, FINGERPRINT_NAMES, FINGERPRINT_SECONDS
-from grader.locale import msg
-from grader.models import CheckResult, Diagnosis
-from grader.replay import (
+from grader.grading.replay import (
     Event,
     Outcome,
     Trace,
@@ -47,6 +44,9 @@ from grader.replay import (
     requests_digest,
     same,
 )
+from grader.limits import FINGERPRINT_CANDIDATES, FINGERPRINT_NAMES, FINGERPRINT_SECONDS
+from grader.locale import msg
+from grader.models import CheckResult, Diagnosis
 
 LARGEST_SET = 3  # pairs and triples of known bugs are tried; a starter's own set may be larger
 PAIRING_REQUESTS = 3  # of each failed check's requests answered wrong, those bugs are paired on
@@ -61,7 +61,7 @@ Rerun = Callable[[list[Event], float], "list[Outcome] | None"]
 class Suspect:
     """A set of known bugs and the sources it makes of the solution."""
 
-    mutants: tuple  # grader.mutants.Mutant, zero or more
+    mutants: tuple  # grader.mutation.known.Mutant, zero or more
     files: dict
 
     @property
@@ -156,7 +156,7 @@ class Namer:
     def __init__(
         self, exercise, trace: Trace, seconds: float = FINGERPRINT_SECONDS, rerun: Rerun | None = None
     ):
-        from grader.exercises import exercise_dir
+        from grader.catalog.exercises import exercise_dir
 
         self.exercise = exercise
         self.trace = trace
@@ -328,13 +328,13 @@ class Namer:
 
     def mutants(self) -> list:
         if self._mutants is None:
-            from grader.mutants import load_mutants
+            from grader.mutation.known import load_mutants
 
             self._mutants = [m for m in load_mutants() if self.exercise.id in m.exercises]
         return self._mutants
 
     def _suspect(self, group: tuple) -> Suspect | None:
-        from grader.mutants import mutated_sources
+        from grader.mutation.known import mutated_sources
 
         files: dict[str, str] | None = dict(self.solution)
         for m in group:

@@ -1,6 +1,6 @@
 """A bug hunt's diagnosis sheet (`diagnosis.toml`) read as learners write it, and judged.
 
-Pure functions over the parsed TOML (grader.submission reads the file; the hidden test of
+Pure functions over the parsed TOML (grader.intake.submission reads the file; the hidden test of
 day49-bughunt holds which rule and day each bug accepts and calls these):
 
 - rule ids are case-insensitive, and `_` or spaces stand for `-`: "Causal-Mask", "causal_mask"
@@ -19,9 +19,9 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from grader.answers import parse_choice
+from grader.catalog.answers import parse_choice
+from grader.catalog.rules import all_rules
 from grader.locale import Message, msg
-from grader.rules import all_rules
 
 # what a diagnosis may name: every rule but the quiz's, the exercises' own rules too
 RULE_IDS = tuple(r for r in all_rules() if r != "quiz")
