@@ -8,7 +8,7 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from grader.grading.grade import explore as ex
+from grader.grading import explore as ex
 from grader.errors import JailTimeout, LearnerError
 from grader.testkit import (
     CheckFailure,

@@ -241,7 +241,7 @@ def test_a_hidden_test_written_against_the_testkit_of_bb88852_still_grades(tmp_p
     shutil.copytree(ROOT / "exercises" / "day45-attention", folder,
                     ignore=shutil.ignore_patterns("hidden", "exercise.toml", "mutants", "alternatives"))
     (folder / "hidden").mkdir()
-    shutil.copy(kept / "test_attention.py", folder / "hidden" / "test_attention.py")
+    shutil.copy(kept / "hidden_test_attention.py", folder / "hidden" / "test_attention.py")
     shutil.copy(kept / "exercise.toml", folder / "exercise.toml")
     env = {**os.environ, "GRADER_EXERCISES_DIR": str(folder.parent)}
     scores = {}
@@ -262,3 +262,12 @@ def test_the_command_line_imports_no_torch_and_no_sqlalchemy():
             "print(sorted(m for m in ('torch', 'sqlalchemy', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_readme_layout_shows_every_package():
+    """README's Layout is the newcomer's map: every package of grader/ has its line there."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = readme.split("## Layout", 1)[1].split("```")[1]
+    packages = sorted(p.name for p in (ROOT / "grader").iterdir() if (p / "__init__.py").is_file())
+    missing = [name for name in packages if f"  {name}/ " not in layout]
+    assert not missing, f"README.md, Layout: no line for grader/{missing[0]}/"

@@ -13,7 +13,7 @@ import torch
 from hypothesis import strategies as st
 
 from exercises import EXERCISES_DIR
-from grader.grading.grade import budgets, explore, replay, runner
+from grader.grading import budgets, explore, replay, runner
 from grader.grading.budgets import CallBudgets
 from grader.grading.grade import solution_trace
 from grader.jail.wire import Handle

@@ -149,16 +149,6 @@ def load_course(course: Path | None):
         usage_error(f"--course: {exc}")
 
 
-def os_user() -> str:
-    """Who runs the command, for the audit and an override's author."""
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (a container)
-        return "unknown"
-
-
 def roster_options(f):
     """--roster FILE and --missing blank|zero, for the commands that publish an exercise."""
     f = click.option(

@@ -25,7 +25,6 @@ from grader.cli.common import (
     lang_option,
     load_course,
     open_gradebook,
-    os_user,
     read_roster_option,
     roster_options,
     usage_error,
@@ -326,6 +325,13 @@ def _author_option(f):
     return click.option("--author", default=None, help="Who does it [default: the OS user].")(f)
 
 
+def _author(given: str | None) -> str:
+    """--author as given, else who runs the command (the gradebook's rule, with SQLAlchemy)."""
+    from grader.store.gradebook import os_user
+
+    return given or os_user()
+
+
 def _need_reason(reason: str | None) -> str:
     if reason is None or not reason.strip():
         usage_error("--reason: a reason is required and may not be empty")
@@ -347,7 +353,7 @@ def gradebook_override(learner, exercise, db, score, reason, author, revoke):
     it survives `grader regrade` and `grader batch --force`. Every export and report shows it with
     its reason and author. Exit 2: an unknown learner or exercise, a score out of range, no reason."""
     ex = get_exercise(exercise)
-    author = author or os_user()
+    author = _author(author)
     if revoke:
         if score is not None:
             usage_error("--score: not with --revoke")
@@ -378,7 +384,7 @@ def _removal(restore: bool):
             usage_error("--exercise and --submission: give one")
         ex = get_exercise(exercise).id if exercise else None
         reason = _need_reason(reason)
-        author = author or os_user()
+        author = _author(author)
         n = _correct(
             db,
             lambda gb: gb.remove(
@@ -413,7 +419,7 @@ def gradebook_choose(learner, exercise, db, submission, author):
     """Make one of LEARNER's submissions of EXERCISE the chosen one: it counts where course.toml
     says `counts = "chosen"` (and, without --course, over the latest seen)."""
     ex = get_exercise(exercise).id
-    _correct(db, lambda gb: gb.choose(learner, ex, submission, author or os_user()))
+    _correct(db, lambda gb: gb.choose(learner, ex, submission, _author(author)))
     echo(f"{learner} {ex}: submission {submission} is the chosen one")
 
 

@@ -540,7 +540,7 @@ def grade_recorded(
         gradebook.finish_batch(
             batch_id, status=status, graded=tally.graded, skipped=tally.skipped, errors=tally.errors
         )
-        from grader.cli.common import os_user
+        from grader.store.gradebook import os_user
 
         gradebook.audit(
             os_user(),

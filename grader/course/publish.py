@@ -339,6 +339,6 @@ def publish(
 
 def _audit(gradebook, exercise: str, details: dict) -> None:
     """A publication is recorded in the gradebook's audit, as every batch and correction."""
-    from grader.cli.common import os_user
+    from grader.store.gradebook import os_user
 
     gradebook.audit(os_user(), "publish", None, exercise, details)

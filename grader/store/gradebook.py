@@ -749,6 +749,16 @@ class GradebookInputError(StoreError):
         self.argument = argument
 
 
+def os_user() -> str:
+    """Who runs the command: the audit's author, and an override's (the OS account)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return "unknown"
+
+
 def audit_entry(
     s: Session, actor: str, action: str, learner: str | None, exercise: str | None, details: dict
 ) -> None:
