@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from grader.course.copies import find_copies, fingerprints, own_files  # noqa: E402
 from grader.catalog.exercises import load_exercise  # noqa: E402
 from grader.catalog.starters import starter_files  # noqa: E402
-from grader.mutation.known import apply_mutant  # noqa: E402
+from grader.catalog.mutants import apply_mutant  # noqa: E402
 from grader.course.sampleclass import renamed_locals, templates  # noqa: E402
 
 EXERCISE = "day49-data"

@@ -18,8 +18,8 @@
     │   │   │   ├── store.migrate.SchemaError   its schema is newer than this grader
     │   │   │   └── store.gradebook.GradebookInputError  a correction naming what is not
     │   │   │                       there, or without a reason; `argument` names the option
-    │   │   ├── service.roster.RosterError  a roster CSV that cannot be read (file, row, column)
-    │   │   ├── service.policy.PolicyError  course.toml is malformed; names the file and the
+    │   │   ├── policy.roster.RosterError   a roster CSV that cannot be read (file, row, column)
+    │   │   ├── policy.course.PolicyError   course.toml is malformed; names the file and the
     │   │   │                       field path (exercises.day45-attention.due: ...)
     │   │   ├── JailUnsound         the jail failed a canary attack: grading must not start
     │   │   └── client.ClientError  the student client cannot ask: no server or token, a token

@@ -18,6 +18,8 @@ Three tables, each written only here:
   client writes it, so this module imports nothing that grades.
 - `render_items_csv(rows)`: items.csv beside a class report, one row per check with its pass
   rate and discrimination (ITEM_COLUMNS; the numbers from reports.class_report.summarize).
+- `render_tokens(rows)`: the access tokens of `grader tokens issue --roster`, one row per learner
+  (TOKEN_COLUMNS; a token never starts with a formula character).
 
 The LMS grade-import files (reports/lms.py knows their columns and rows) are written by
 `render_rows`.
@@ -32,10 +34,14 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import TYPE_CHECKING
 
 from grader.models import RULES, Grade
 from reports.labels import error_kind
 from reports.view import root_causes_of, shown
+
+if TYPE_CHECKING:  # the student's wheel has no roster: a type only
+    from grader.policy.roster import RosterRow
 
 MAX_CELL = 1024
 
@@ -288,3 +294,18 @@ def render_items_csv(rows) -> str:
     """items.csv: one row per check (a dict of ITEM_COLUMNS), hardest first; text cells `cell`s,
     an undefined discrimination (too few learners ran the check) empty."""
     return _table(ITEM_COLUMNS, ({k: _cell(r[k]) for k in ITEM_COLUMNS} for r in rows))
+
+
+# -- access tokens out (grader tokens issue --roster) ---------------------------------------------
+
+TOKEN_COLUMNS = ("learner", "name", "email", "token")
+
+
+def render_tokens(rows: list[tuple[RosterRow, str]]) -> str:
+    """The tokens CSV: learner,name,email,token (a token never starts with a formula character)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(TOKEN_COLUMNS)
+    for row, token in rows:
+        writer.writerow([cell(row.learner), cell(row.name or ""), cell(row.email or ""), token])
+    return buf.getvalue()

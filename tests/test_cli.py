@@ -199,5 +199,5 @@ def test_only_reports_gradebook_writes_csv():
                    if any(line.strip() in ("import csv", "from csv import DictWriter")
                           or line.strip().startswith(("import csv", "from csv "))
                           for line in p.read_text(encoding="utf-8").splitlines()))
-    # and grader/service/roster.py, which reads LMS rosters (its token CSV's cells guarded the same way)
-    assert users == ["grader/service/roster.py", "reports/gradebook.py"]
+    # and grader/policy/roster.py, which reads LMS rosters (its token CSV's cells guarded the same way)
+    assert users == ["grader/policy/roster.py", "reports/gradebook.py"]

@@ -26,7 +26,7 @@ from grader.mutation.compose import (
     tally,
 )
 from grader.models import Diagnosis, Grade
-from grader.mutation.known import Edit, Mutant, load_mutants
+from grader.catalog.mutants import Edit, Mutant, load_mutants
 from grader.mutation.verify import Case, judge
 
 
@@ -206,7 +206,7 @@ def test_compose_grades_the_sample_in_process_with_a_given_grader():
 
 
 def test_exercise_check_holds_a_sample_of_pairs_to_the_floor():
-    from grader.catalog.authoring import COMPOSE_SAMPLE, compose_row
+    from grader.mutation.authoring import COMPOSE_SAMPLE, compose_row
 
     solution = solution_files("day49-data")
     by_id = {m.id: m for m in load_mutants()}

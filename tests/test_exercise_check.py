@@ -1,7 +1,7 @@
 """CI: `grader exercise check` for every shipped code exercise: solution and alternatives at full
 marks, every hand-written mutant killed by a check of its rule and named as fact (and nothing
 else), the starter caught and its bugs named, a sample of pairs of known bugs named at the
-floors of `grader mutants compose` (grader.catalog.authoring.COMPOSE_SAMPLE pairs each), and the
+floors of `grader mutants compose` (grader.mutation.authoring.COMPOSE_SAMPLE pairs each), and the
 auto-mutation score at the exercise's floor on a bounded sample (AUTO_BUDGET generated mutants
 each, cached between runs). This replaces `grader mutants verify` in the suite: it grades
 the same cases, exercise by exercise.
@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from grader.catalog.authoring import check_exercise
+from grader.mutation.authoring import check_exercise
 from test_grading import CODE_EXERCISES
 
 AUTO_BUDGET = 30  # per exercise: with the hand-written cases, all four within 10 minutes on 2 cores

@@ -17,7 +17,7 @@ from conftest import ROOT
 
 import grader.errors as errors
 import grader.catalog.exercises as exercises
-import grader.mutation.known as mutants
+import grader.catalog.mutants as mutants
 import grader.catalog.quiz as quiz
 from grader.cli import main
 from grader.limits import JAIL_SIDE, Limits
@@ -283,7 +283,7 @@ def test_every_error_keeps_its_old_import_path():
     from grader.catalog.exercises import UnknownExercise
     from grader.jail.client import JailCrash, JailError, JailMemory, JailSandbox, JailTimeout, LearnerError
     from grader.jail.launcher import ZygoteError
-    from grader.mutation.known import MutantError
+    from grader.catalog.mutants import MutantError
     from grader.intake.sources import SourceError
     from grader.intake.submission import InvalidSubmission, UsageError
     assert (BatchError, JailUnsound, UnknownExercise, MutantError, SourceError, UsageError) == (

@@ -256,7 +256,7 @@ def test_a_mutant_graded_twice_gets_the_same_grade_and_nothing_is_written_beside
     example database (.hypothesis) in the exercise's folder."""
     from grader.catalog.exercises import EXERCISES_DIR
     from grader.grading.grade import grade
-    from grader.mutation.known import apply_mutant, load_mutants
+    from grader.catalog.mutants import apply_mutant, load_mutants
 
     mutant = next(m for m in load_mutants() if m.id == "causal-bottom-right")
     path = apply_mutant(mutant, "day45-attention", tmp_path / "submission")

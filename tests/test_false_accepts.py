@@ -7,7 +7,7 @@ The grades are the stored ones `grader exercise check` makes of the same mutants
 
 import pytest
 
-from grader.mutation.known import apply_mutant, load_mutants
+from grader.catalog.mutants import apply_mutant, load_mutants
 
 FORMER_FALSE_ACCEPTS = [  # (exercise, mutant, rule, the check that now fails it)
     # lm_head tied by a second Parameter sharing wte's storage: 25 Parameters, where the reference

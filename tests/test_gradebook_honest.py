@@ -17,10 +17,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
-from grader.course.adjust import LmsLateness, OverrideFact, adjusted, lms_lateness
+from grader.policy.adjust import LmsLateness, OverrideFact, adjusted, lms_lateness
 from grader.cli import main as cli_main
 from grader.models import CheckResult, Grade
-from grader.service.policy import ON_TIME, CoursePolicy, Deadlines
+from grader.policy.course import ON_TIME, CoursePolicy, Deadlines
 from grader.store import Gradebook, Incoming, Outcome
 
 EX = "day49-data"  # 20 points
@@ -45,7 +45,7 @@ def course_toml(tmp_path, counts="last-on-time", extra=""):
 
 
 def policy_of(path):
-    from grader.service.policy import load_policy
+    from grader.policy.course import load_policy
 
     return load_policy(path, [EX])
 

@@ -30,8 +30,8 @@ from grader.course.autograder import AutograderConfig, failure_results, run
 from grader.cli import main
 from grader.catalog.exercises import all_exercises
 from grader.models import Grade
-from grader.mutation.known import apply_mutant, load_mutants
-from grader.service.policy import GRADESCOPE_VISIBILITY, Visibility
+from grader.catalog.mutants import apply_mutant, load_mutants
+from grader.policy.course import GRADESCOPE_VISIBILITY, Visibility
 from reports.gradescope import results, schema
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -472,7 +472,7 @@ def test_the_catalog_uses_one_term_per_concept(zh):
 
 def test_the_mutants_messages_use_the_glossarys_terms_too():
     """A named bug's message is translated in its TOML (mutants/*.toml), not in the catalog."""
-    from grader.mutation.known import load_mutants
+    from grader.catalog.mutants import load_mutants
 
     messages = [(m.id, m.message.en, m.message.zh_TW) for m in load_mutants() if m.message.zh_TW]
     assert len(messages) > 40

@@ -10,7 +10,7 @@ the mutant's rule (caused_by).
 
 import pytest
 
-from grader.mutation.known import apply_mutant, load_mutants
+from grader.catalog.mutants import apply_mutant, load_mutants
 
 MISLEADING_BEFORE = [
     ("day45-attention", "scale-by-sqrt-d-model"),

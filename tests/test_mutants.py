@@ -2,7 +2,7 @@
 import re
 
 import pytest
-from grader.mutation.known import alternatives, load_mutants
+from grader.catalog.mutants import alternatives, load_mutants
 from grader.models import RULES
 
 

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from grader.catalog.exercises import load_exercise
 from grader.limits import REQUEST_BYTES, SESSION_SECONDS
 from grader.models import Grade
-from grader.mutation.known import apply_mutant, load_mutants
+from grader.catalog.mutants import apply_mutant, load_mutants
 from grader.service import pages
 from grader.service.pages import (
     SECURITY_HEADERS,
@@ -40,7 +40,7 @@ from grader.service.pages import (
     same_origin,
     sign_session,
 )
-from grader.service.policy import CoursePolicy
+from grader.policy.course import CoursePolicy
 from grader.store import accounts
 from grader.store.gradebook import Gradebook
 

@@ -1,4 +1,4 @@
-"""The course policy (grader/service/policy.py): course.toml's validation, deadlines and
+"""The course policy (grader/policy/course.py): course.toml's validation, deadlines and
 extensions, lateness, the rate limit and its deadline grant, late days, which upload counts,
 and what a learner may see of a grade now."""
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from grader.errors import UsageError
 from grader.catalog.exercises import all_exercises
 from grader.models import CheckResult, Diagnosis, Grade, Printed, TrainingCurve
-from grader.service.policy import (
+from grader.policy.course import (
     ON_TIME,
     CoursePolicy,
     Deadlines,
@@ -300,7 +300,7 @@ def test_the_check_ids_are_what_pytest_collects_and_the_keys_hold():
     from grader.catalog.exercises import exercise_dir
     from grader.catalog.quiz import load_key
     from grader.grading.runner import run_hidden_tests
-    from grader.service.policy import exercise_checks
+    from grader.policy.course import exercise_checks
 
     for ex in all_exercises():
         if ex.kind == "quiz":
@@ -311,7 +311,7 @@ def test_the_check_ids_are_what_pytest_collects_and_the_keys_hold():
 
 
 def test_an_extension_for_a_learner_no_one_knows_names_the_closest(tmp_path, monkeypatch):
-    from grader.service.policy import check_learners
+    from grader.policy.course import check_learners
 
     monkeypatch.chdir(tmp_path)
     text = "[[extensions]]\nlearner = 7777\nexercise = 'day45-attention'\ndue = 2026-11-09T00:00:00Z\n"
@@ -937,7 +937,7 @@ def test_with_no_due_an_after_due_check_waits_for_the_release():
     ],
 )
 def test_shown_by_visibility(visibility, before_due, at_due, released):
-    from grader.service.policy import shown
+    from grader.policy.course import shown
 
     assert shown(visibility, now=DUE - SECOND, deadlines=D, released_at=None) is before_due
     assert shown(visibility, now=DUE, deadlines=D, released_at=None) is at_due
@@ -972,7 +972,7 @@ def test_the_notice_names_the_release_when_a_check_waits_for_it():
     ],
 )
 def test_lateness_reads_as_days_hours_and_minutes(minutes, en, zh):
-    from grader.service.policy import duration
+    from grader.policy.course import duration
 
     assert duration(minutes) == en and duration(minutes).render("zh-TW") == zh
 
@@ -1135,7 +1135,7 @@ def test_a_late_penalty_of_a_sealed_grade_is_of_what_is_shown():
 
 
 def test_best_says_the_last_on_time_while_a_check_is_sealed():
-    from grader.service.policy import sealed_now
+    from grader.policy.course import sealed_now
 
     ups = [Up(1, DUE - HOUR, 9), Up(2, DUE - MINUTE, 5)]
     p = policy(counts="best", visibility={"default": "sealed"})

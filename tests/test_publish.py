@@ -26,7 +26,7 @@ from bs4 import BeautifulSoup
 from grader.catalog.exercises import load_exercise
 from grader.models import CheckResult, Diagnosis, Grade, GradeError
 from grader.course.publish import MANIFEST, publish
-from grader.service.roster import read_roster, roster_lang
+from grader.policy.roster import read_roster, roster_lang
 from grader.store import Gradebook, Incoming, Outcome
 from grader.store.schema import Learner
 
@@ -336,7 +336,7 @@ def test_the_publish_command_and_its_usage_errors(book, roster, tmp_path):
     proc = grader("gradebook", "publish", EXERCISE, "--db", db, "--out", late_out, "--lang", "en",
                   "--course", course, "--canvas-assignment", "Data (777)")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    from grader.service.policy import load_policy
+    from grader.policy.course import load_policy
     policy = load_policy(course, [EXERCISE])
     with Gradebook(db) as gb:
         final = {c.learner: c.grade.score for c in gb.current_grades(EXERCISE, policy=policy)}
@@ -489,8 +489,8 @@ def test_every_learner_on_the_roster_is_accounted_for_and_the_test_student_is_no
 def test_the_batch_summary_says_the_numbers_class_html_shows(tmp_path):
     """After late penalties (--course) and an override: the summary's mean is class.html's."""
     from grader.course.batch import Tally, final_numbers, summary
-    from grader.service.policy import load_policy
-    from grader.service.roster import read_roster
+    from grader.policy.course import load_policy
+    from grader.policy.roster import read_roster
 
     db, roster, _ = roster_class(tmp_path)
     course = tmp_path / "course.toml"

@@ -10,7 +10,7 @@ from exercises import EXERCISES_DIR
 from grader.grading.grade import grade, solution_trace
 from grader.jail.wire import Handle
 from grader.limits import REPLAY_EVENTS, REPLAY_VALUE_ELEMENTS
-from grader.mutation.known import apply_mutant, load_mutants
+from grader.catalog.mutants import apply_mutant, load_mutants
 from grader.grading.replay import Outcome, Trace, counterpart, outcome_of, raised, replay, same
 
 

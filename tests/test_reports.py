@@ -17,7 +17,7 @@ from bs4 import BeautifulSoup
 from junitparser import Error, Failure, JUnitXml
 
 from grader.models import RULES
-from grader.mutation.known import load_mutants
+from grader.catalog.mutants import load_mutants
 from reports import FORMATS, render
 from reports.gradebook import COLUMNS
 from reports.gradescope import schema
@@ -326,7 +326,7 @@ def mutant_diagnosis_grade():
     """A failing check diagnosed as the post-ln mutant, its message in both languages as its
     TOML gives them; no msgid, so only message_i18n can give the zh-TW text."""
     from grader.models import CheckResult, Diagnosis, Grade
-    from grader.mutation.known import load_mutants
+    from grader.catalog.mutants import load_mutants
 
     post_ln = next(m for m in load_mutants() if m.id == "post-ln")
     return Grade(exercise="day48-decoder", passed=False, score=0, max_score=2, checks=[

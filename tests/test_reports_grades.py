@@ -14,7 +14,7 @@ import pytest
 
 from grader.grading.grade import grade
 from grader.models import CheckResult, Diagnosis, Grade, GradeError
-from grader.mutation.known import apply_mutant, load_mutants
+from grader.catalog.mutants import apply_mutant, load_mutants
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"

@@ -321,7 +321,7 @@ def test_a_known_bug_found_by_several_checks_is_named_once_the_roots_first(strid
 
 def test_a_root_whose_details_are_not_shown_yet_leaves_its_dependents_their_messages(strided):
     """The server shows a check whose visibility has not applied by its title and result only
-    (grader.service.policy.visible_view): it is no root then, and listed under none."""
+    (grader.policy.course.visible_view): it is no root then, and listed under none."""
     def hidden_details(c):
         return CheckResult.model_validate({**c.model_dump(), "message": "", "message_id": None,
                                            "message_params": {}, "symptoms": [], "evidence": {}})

@@ -239,7 +239,7 @@ def checks_of(sub: dict) -> dict[str, dict]:
 
 def test_each_learner_logs_in_gets_the_starter_submits_and_waits_for_the_report(course, tmp_path):
     from grader.catalog.exercises import load_exercise
-    from grader.mutation.known import apply_mutant, load_mutants
+    from grader.catalog.mutants import apply_mutant, load_mutants
     from grader.catalog.quiz import pose, starter_text
 
     for who in (A, B, C):

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from conftest import EXERCISES, run_grader
-from grader.mutation.known import apply_mutant, load_mutants
+from grader.catalog.mutants import apply_mutant, load_mutants
 
 EXERCISE = "day48-decoder"          # its training probe attaches a loss curve
 

@@ -1,5 +1,5 @@
 """Access tokens (grader/store/accounts.py), `grader tokens issue|revoke` and LMS rosters
-(grader/service/roster.py): issued once, stored only as a hash, revoked for good."""
+(grader/policy/roster.py): issued once, stored only as a hash, revoked for good."""
 from __future__ import annotations
 
 import csv
@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from grader.limits import TOKEN_BYTES
-from grader.service.roster import RosterError, RosterRow, read_roster, render_tokens
+from grader.policy.roster import RosterError, RosterRow, read_roster
+from reports.gradebook import render_tokens
 from grader.store import Gradebook, accounts
 from grader.store.accounts import Account, authenticate, issue_token, revoke_tokens, secret
 from grader.store.schema import AccountRow

@@ -139,7 +139,7 @@ def load_course(course: Path | None):
         return None
     from grader.catalog.exercises import all_exercises
     from grader.errors import GraderError
-    from grader.service.policy import load_policy
+    from grader.policy.course import load_policy
 
     if not course.is_file():
         usage_error(f"--course: {course} does not exist")
@@ -175,7 +175,7 @@ def read_roster_option(roster: Path | None):
     if roster is None:
         return None
     from grader.errors import UsageError
-    from grader.service.roster import read_roster_accounts
+    from grader.policy.roster import read_roster_accounts
 
     try:
         rows, tests = read_roster_accounts(roster)

@@ -92,12 +92,12 @@ def check(course_file, roster, db, lang):
     the file, the key and the closest valid id, and exits 2. Needs the grading install, as
     `grader serve` does."""
     from grader.catalog.exercises import all_exercises
-    from grader.service.policy import check_learners, load_policy
+    from grader.policy.course import check_learners, load_policy
 
     policy = load_policy(course_file, [e.id for e in all_exercises()])
     known: set[str] = set()
     if roster is not None:
-        from grader.service.roster import read_roster
+        from grader.policy.roster import read_roster
 
         known |= {row.learner for row in read_roster(roster)}
     if db is not None:

@@ -1,4 +1,4 @@
-"""`grader exercise new|check`: course staff's loop for one exercise folder (grader.catalog.authoring)."""
+"""`grader exercise new|check`: course staff's loop for one exercise folder (grader.mutation.authoring)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def exercise_new(exercise_id, folder):
     """Scaffold FOLDER for exercise EXERCISE_ID: exercise.toml with a rule of its own, starter/,
     a correct placeholder solution/, hidden/ tests and a mutant they catch; `grader exercise
     check FOLDER` is green at once. FOLDER must not exist or be empty."""
-    from grader.catalog.authoring import scaffold
+    from grader.mutation.authoring import scaffold
 
     for path in scaffold(exercise_id, folder):
         echo(str(path))
@@ -44,8 +44,8 @@ def exercise_check(target, budget, no_auto, workers, fmt):
     `grader mutants compose`, the auto-mutation score at its floor. Exit 0 green, 1 red, 2
     unusable input."""
     from exercises import EXERCISES_DIR
-    from grader.catalog.authoring import check_exercise, render_text
     from grader.cli.common import get_exercise, usage_error
+    from grader.mutation.authoring import check_exercise, render_text
 
     folder = Path(target)
     if (folder / "exercise.toml").is_file():

@@ -30,7 +30,7 @@ from grader.cli.common import (
     usage_error,
     write_out,
 )
-from grader.course import clock
+from grader.policy import clock
 from grader.text import terminal
 
 

@@ -35,7 +35,7 @@ def build(exercise, out: Path, course: Path | None, lang: str):
     exercise's hidden tests and solution. Upload the zip as the assignment's autograder."""
     from grader.catalog.exercises import all_exercises
     from grader.course.autograder import build as build_zip
-    from grader.service.policy import load_policy
+    from grader.policy.course import load_policy
 
     ex = get_exercise(exercise)
     policy = load_policy(course, [e.id for e in all_exercises()])  # a PolicyError exits 2, naming it

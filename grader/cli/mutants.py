@@ -18,7 +18,7 @@ def mutants():
 @mutants.command("list")
 def mutants_list():
     """One mutant per line: id, exercises, rule, day."""
-    from grader.mutation.known import load_mutants
+    from grader.catalog.mutants import load_mutants
 
     for m in load_mutants():
         click.echo(f"{m.id:28} {','.join(m.exercises):32} {m.rule:20} day {m.day}")

@@ -3,7 +3,7 @@
 A token is printed once and only its hash is stored: `issue LEARNER` prints the token alone on
 stdout (so `TOKEN=$(grader tokens issue alice)` works); `issue --roster FILE --out FILE` issues one
 per learner of a Canvas or Moodle roster and writes them to a new CSV, readable by its owner
-only, to hand out (grader/service/roster.py). A malformed roster stores nothing. An LMS test
+only, to hand out (grader/policy/roster.py). A malformed roster stores nothing. An LMS test
 account on the roster (Canvas' "Test Student") is issued none, and said so.
 """
 
@@ -59,7 +59,8 @@ def tokens_issue(learner, role, name, roster, out, db):
         usage_error("--roster issues for the roster's learners: no LEARNER or --name with it")
     if out is None:
         usage_error("--roster needs --out FILE, the CSV the tokens are written to")
-    from grader.service.roster import create_private, read_roster_accounts, render_tokens
+    from grader.policy.roster import create_private, read_roster_accounts
+    from reports.gradebook import render_tokens
 
     rows, tests = read_roster_accounts(roster)  # a RosterError (exit 2) before anything is stored
     handle = create_private(out)

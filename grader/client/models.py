@@ -12,8 +12,8 @@ from datetime import datetime, tzinfo
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from grader.course import clock
 from grader.limits import SHORT_CHARS, SUBMISSIONS_PAGE_MAX, UPLOAD_FILES
+from grader.policy import clock
 
 FINISHED = ("graded", "failed")  # a submission's statuses that no longer change (the server's too)
 

@@ -11,10 +11,10 @@ import unicodedata
 from datetime import UTC, datetime, tzinfo
 
 from grader.client.errors import Refused, ServerFailure
-from grader.course import clock
 from grader.errors import GraderError
 from grader.limits import SHORT_CHARS
 from grader.locale import Message, msg
+from grader.policy import clock
 from grader.text import terminal
 
 
@@ -55,7 +55,7 @@ def local_zone() -> tzinfo | None:
 
 def when(moment: datetime | None, zone: tzinfo | None = None) -> str:
     """A server time in the course's `zone` (None: this machine's), to the minute, with the
-    offset: `2026-11-08 23:59 +08:00` (grader.course.clock.shown)."""
+    offset: `2026-11-08 23:59 +08:00` (grader.policy.clock.shown)."""
     if moment is None:
         return "-"
     return clock.shown(moment, zone or local_zone())

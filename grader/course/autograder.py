@@ -20,7 +20,7 @@ The zip (`members`) holds:
   grader itself a results.json of score 0 saying so; and when even Python cannot start,
   run_autograder copies failed-results.json (rendered at build time) into place.
 - autograder.json (`AutograderConfig`): the exercise, the report's language and each check's
-  Gradescope visibility, from the course.toml given to the build (grader/service/policy.py's
+  Gradescope visibility, from the course.toml given to the build (grader/policy/course.py's
   GRADESCOPE_VISIBILITY: after_due -> after_due_date, after_release -> after_published, hidden ->
   hidden).
 - the grader's source (grader/, reports/, reference_model/, pyproject.toml, and client/'s
@@ -54,7 +54,7 @@ from pydantic import BaseModel, ConfigDict
 from grader import __version__
 from grader.errors import UsageError
 from grader.locale import msg
-from grader.service.policy import GRADESCOPE_VISIBILITY, CoursePolicy, GradescopeVisibility
+from grader.policy.course import GRADESCOPE_VISIBILITY, CoursePolicy, GradescopeVisibility
 
 ROOT_ENV = "GRADER_AUTOGRADER_ROOT"
 DEFAULT_ROOT = Path("/autograder")
@@ -211,8 +211,8 @@ def exercise_members(exercise: str) -> list[Member]:
     import exercises as exercises_package
     import mutants as mutants_package
     from grader.catalog.exercises import exercise_dir, read_toml_model
+    from grader.catalog.mutants import Mutant, mutant_files
     from grader.errors import MutantError
-    from grader.mutation.known import Mutant, mutant_files
 
     out = [Member("exercises/__init__.py", Path(exercises_package.__file__).read_bytes())]
     out += _tree(exercise_dir(exercise), f"exercises/{exercise}")

@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING
 
 from grader import __version__
 from grader.catalog.exercises import exercise_dir, load_exercise
-from grader.course import clock
 from grader.course.learners import failed, output_names
 from grader.errors import BatchError, ExerciseFileError, UsageError
 from grader.limits import GRADER_ATTEMPTS
 from grader.locale import Message, message_of, msg
 from grader.models import Exercise, Grade
+from grader.policy import clock
 
 if TYPE_CHECKING:
-    from grader.service.policy import CoursePolicy
+    from grader.policy.course import CoursePolicy
 
 # -- exercise versions ------------------------------------------------------------------------
 

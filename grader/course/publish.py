@@ -24,7 +24,7 @@ With a roster, every learner on it is accounted for: one without a current grade
 (and not removed) is a "no submission" row of the class report and of each LMS import, scored
 by `missing`: "blank" (the default; an empty cell the LMS leaves ungraded, and in no statistic
 of the class report) or "zero" (a 0, counted as any other). LMS test accounts are not on it
-(grader.service.roster.read_roster leaves them out).
+(grader.policy.roster.read_roster leaves them out).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from sqlalchemy import distinct, func, select
 from grader.course.learners import failed, output_names
 from grader.errors import UsageError
 from grader.models import Exercise
-from grader.service.roster import RosterRow
+from grader.policy.roster import RosterRow
 from grader.store.schema import Learner, Submission
 
 LEARNERS = "learners"

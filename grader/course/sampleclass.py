@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 
 from grader.catalog.exercises import exercise_dir, load_exercise
-from grader.mutation.known import Mutant, alternatives, apply_mutant, load_mutants
+from grader.catalog.mutants import Mutant, alternatives, apply_mutant, load_mutants
 
 HOSTILE = ("import-loop", "syntax-error", "malformed-toml", "missing-file")
 

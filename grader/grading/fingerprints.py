@@ -61,7 +61,7 @@ Rerun = Callable[[list[Event], float], "list[Outcome] | None"]
 class Suspect:
     """A set of known bugs and the sources it makes of the solution."""
 
-    mutants: tuple  # grader.mutation.known.Mutant, zero or more
+    mutants: tuple  # grader.catalog.mutants.Mutant, zero or more
     files: dict
 
     @property
@@ -328,13 +328,13 @@ class Namer:
 
     def mutants(self) -> list:
         if self._mutants is None:
-            from grader.mutation.known import load_mutants
+            from grader.catalog.mutants import load_mutants
 
             self._mutants = [m for m in load_mutants() if self.exercise.id in m.exercises]
         return self._mutants
 
     def _suspect(self, group: tuple) -> Suspect | None:
-        from grader.mutation.known import mutated_sources
+        from grader.catalog.mutants import mutated_sources
 
         files: dict[str, str] | None = dict(self.solution)
         for m in group:

@@ -1,7 +1,7 @@
-"""Known bugs: the mutants as data, grading them to prove each is caught and named, and more.
+"""Proving the hidden tests: every known bug caught and named, alone and composed, and more.
 
-known.py        the mutants and the correct alternatives, read and applied (no grading)
 verify.py       every solution, alternative and mutant graded as a learner, and judged
 compose.py      known bugs composed in pairs and triples: is each still named?
 automutants.py  generated mutants of the solutions: the hidden tests' mutation score
+authoring.py    course staff's loop: scaffold an exercise folder, check it whole (the above)
 """

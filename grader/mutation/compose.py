@@ -6,7 +6,7 @@ a deterministic sample of them (`sample`), and the counting over graded outcomes
 `exclusive`, `floor_problems`). The shell (`compose`) writes each composition to a temporary
 folder, grades it through the learner's path (grader.grading.grade.grade) in a spawn pool, and
 reports. `grader mutants compose` renders the report; `grader exercise check` runs it on a
-small sample (grader.catalog.authoring).
+small sample (grader.mutation.authoring).
 
 Counting, per composition: *named* are the diagnoses at level "reproduced" that carry a mutant
 id (stated as fact); *candidates* those at level "candidate"; *localized* those at level
@@ -59,7 +59,7 @@ def exercise_bugs(mutants: Iterable, exercise: str) -> list:
 def applied(bugs: Sequence, exercise: str, files: Mapping[str, str]) -> dict[str, str] | None:
     """`files` with every bug's edits made, in the order given; None when one edit's text is not
     there exactly once after the others (they overlap)."""
-    from grader.mutation.known import mutated_sources
+    from grader.catalog.mutants import mutated_sources
 
     sources = dict(files)
     for bug in bugs:
@@ -371,8 +371,8 @@ def compose(
     from multiprocessing import get_context
 
     from grader.catalog.exercises import load_exercise
+    from grader.catalog.mutants import load_mutants
     from grader.errors import UsageError
-    from grader.mutation.known import load_mutants
 
     started = time.monotonic()
     ex = load_exercise(exercise)

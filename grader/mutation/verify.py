@@ -16,10 +16,10 @@ from pydantic import BaseModel
 
 from exercises import EXERCISES_DIR
 from grader.catalog.exercises import load_exercise
+from grader.catalog.mutants import Mutant, alternatives, apply_mutant, load_mutants
 from grader.errors import ExerciseFileError, UsageError, shown_path
 from grader.grading.grade import failed_grade, grade
 from grader.models import Exercise, Grade
-from grader.mutation.known import Mutant, alternatives, apply_mutant, load_mutants
 from mutants import ALTERNATIVES_DIR
 
 

@@ -43,9 +43,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from grader.course import clock
 from grader.limits import HOME_SUBMISSIONS, REQUEST_BYTES, SESSION_SECONDS, SUBMISSIONS_PAGE_MAX
 from grader.locale import LANGS, N_, normalize_lang
+from grader.policy import clock
 from grader.text import shown
 from reports.html import HTML_LANG, translator
 from reports.html import TEMPLATES as REPORT_TEMPLATES
@@ -172,7 +172,7 @@ def choose_lang(query: str | None, accept_language: str | None) -> str:
 
 
 def when(value, tz: tzinfo | None = None) -> str:
-    """An ISO time of the API as a person reads it, in the course's zone `tz`: grader.course.clock.shown."""
+    """An ISO time of the API as a person reads it, in the course's zone `tz`: grader.policy.clock.shown."""
     if not value:
         return ""
     try:

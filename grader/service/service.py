@@ -42,7 +42,7 @@ from grader.models import Exercise, Grade
 from grader.service.waiting import Waiters
 
 if TYPE_CHECKING:
-    from grader.service.policy import CoursePolicy, Deadlines, Lateness
+    from grader.policy.course import CoursePolicy, Deadlines, Lateness
     from grader.store import Gradebook
     from grader.store.accounts import Account
     from grader.store.queue import Queue, Upload
@@ -155,7 +155,7 @@ class Service:
         and every exercise of GRADER_EXERCISES_DIR with its version registered in the gradebook."""
         from grader.catalog.exercises import all_exercises
         from grader.course.batch import exercise_version
-        from grader.service.policy import check_learners, load_policy
+        from grader.policy.course import check_learners, load_policy
         from grader.store import Gradebook
         from grader.store.queue import Queue
 
@@ -194,7 +194,7 @@ class Service:
             "name": account.name,
             "role": account.role,
             "late_days": {"total": total, "spent": spent, "left": max(0, total - spent)},
-            # the course's clock: the client shows every time in this zone (grader.course.clock)
+            # the course's clock: the client shows every time in this zone (grader.policy.clock)
             "course": {"name": self.policy.name, "timezone": self.policy.timezone},
         }
 
@@ -207,7 +207,7 @@ class Service:
         return found
 
     def _deadlines(self, exercise: str, learner: str, extensions=None):
-        from grader.service.policy import deadlines
+        from grader.policy.course import deadlines
 
         extensions = self.queue.extensions() if extensions is None else extensions
         return deadlines(self.policy, exercise, learner, extensions)
@@ -307,7 +307,7 @@ class Service:
         waiting (LEARNER_PENDING, 429 rate-limited), the queue's depth (429 queue-full). One
         learner's uploads are admitted one at a time in this process, so two at once cannot both
         take the last token (several servers: docs/admins.md, Scaling out)."""
-        from grader.service.policy import PastUpload, admit
+        from grader.policy.course import PastUpload, admit
         from grader.store import Incoming
         from grader.store.queue import QueueFull, TooManyUploads
 
@@ -417,7 +417,7 @@ class Service:
     ) -> Grade | None:
         """The grade as the caller may see it now: a student's through policy.visible_view; an
         instructor's with every check shown (the lateness penalty applied to both)."""
-        from grader.service.policy import visible_view
+        from grader.policy.course import visible_view
 
         grade = self.queue.grade(upload.run_id)
         if grade is None:
@@ -440,7 +440,7 @@ class Service:
     def _sealed(self, account: Account, exercise: str, deadlines: Deadlines) -> bool:
         """Whether a sealed check of `exercise` still hides its result from this caller (never
         from an instructor): policy.sealed_now."""
-        from grader.service.policy import sealed_now
+        from grader.policy.course import sealed_now
 
         if account.role == INSTRUCTOR or not self.policy.exercise(exercise).visibility.seals:
             return False
@@ -450,7 +450,7 @@ class Service:
         )
 
     def _submission_json(self, account: Account, upload: Upload, *, siblings=None, extensions=None) -> dict:
-        from grader.service.policy import counted, lateness
+        from grader.policy.course import counted, lateness
         from reports import render
 
         d = self._deadlines(upload.exercise, upload.learner, extensions)
@@ -512,7 +512,7 @@ class Service:
         """What a list shows of an upload: _submission_json's fields without the grade itself (its
         score after the late penalty, as the whole view has it, from the run's columns; none while
         a sealed check hides it from this caller)."""
-        from grader.service.policy import counted, lateness, score_after_penalty
+        from grader.policy.course import counted, lateness, score_after_penalty
 
         d = self._deadlines(upload.exercise, upload.learner, extensions)
         late = lateness(self.policy, upload.exercise, upload.received_at, d, upload.late_days_spent)
@@ -534,7 +534,7 @@ class Service:
 
     def visible_grade(self, account: Account, upload_id: int) -> Grade | None:
         """The grade a report renders for this caller now; None: no such upload for them, or not graded."""
-        from grader.service.policy import lateness
+        from grader.policy.course import lateness
 
         upload = self._own_upload(account, upload_id)
         if upload is None or upload.grade is None:
@@ -576,7 +576,7 @@ class Service:
     def status(self, account: Account, exercise: str | None = None) -> list[dict]:
         """Per exercise: the caller's dates, uploads, the one that counts and its score, the
         rate limit's tokens left (None: no limit) and when the next upload would be taken."""
-        from grader.service.policy import PastUpload, admit, counted, tokens_left
+        from grader.policy.course import PastUpload, admit, counted, tokens_left
 
         if exercise is not None:
             self.exercise(exercise)
@@ -625,7 +625,7 @@ class Service:
         """Per learner who uploaded: the upload that counts and its grade (penalty applied); then
         each learner with a student token (from the roster) and no upload: "no submission", no
         upload (`submissions` 0) and no score. Removed learners are left out."""
-        from grader.service.policy import counted, lateness
+        from grader.policy.course import counted, lateness
         from grader.store.accounts import Account
 
         self.exercise(exercise)

@@ -16,7 +16,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
-from grader.course.adjust import (
+from grader.intake.incoming import Incoming as Incoming  # re-exported: where the store's callers import it
+from grader.limits import GRADE_PART_BYTES, MESSAGE_BYTES
+from grader.models import Grade
+from grader.policy.adjust import (
     LmsLateness,
     OverrideFact,
     StoredUpload,
@@ -25,10 +28,7 @@ from grader.course.adjust import (
     lms_lateness,
     received_at,
 )
-from grader.intake.incoming import Incoming as Incoming  # re-exported: where the store's callers import it
-from grader.limits import GRADE_PART_BYTES, MESSAGE_BYTES
-from grader.models import Grade
-from grader.service.policy import CoursePolicy, deadlines
+from grader.policy.course import CoursePolicy, deadlines
 from grader.store import migrate
 from grader.store.engine import StoreError, make_engine, normalize_url, redact, sqlite_path
 from grader.store.schema import (
@@ -95,7 +95,7 @@ class CurrentGrade:
     graded_score: float | None = None
     graded_passed: bool | None = None
     submitted_at: datetime | None = None  # as the LMS said, where it did
-    late_minutes: float = 0.0  # by the course policy, from the LMS's evidence (grader.course.adjust)
+    late_minutes: float = 0.0  # by the course policy, from the LMS's evidence (grader.policy.adjust)
     late_days: int = 0
     penalty: float = 0.0  # fraction of max_score taken for lateness
     override: OverrideFact | None = None  # the instructor's override that applies, if any
@@ -398,7 +398,7 @@ class Gradebook:
         self, exercise: str | None = None, learner: str | None = None, policy: CoursePolicy | None = None
     ) -> list[CurrentGrade]:
         """Per learner and exercise, neither removed: the latest final grade of the submission that
-        counts, adjusted (grader.course.adjust.adjusted): `grade.score` is the final score and
+        counts, adjusted (grader.policy.adjust.adjusted): `grade.score` is the final score and
         `grade.adjustments` says how (the late penalty by `policy`, then the override that applies,
         which survives every regrade); `graded_score` is the score as graded.
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from grader.models import Adjustment, Grade
-from grader.service.policy import (
+from grader.policy.course import (
     ON_TIME,
     CoursePolicy,
     Deadlines,
@@ -27,7 +27,7 @@ from grader.service.policy import (
 
 @dataclass(frozen=True)
 class StoredUpload:
-    """A stored submission as grader.service.policy.counted reads an upload (UploadLike): received
+    """A stored submission as grader.policy.course.counted reads an upload (UploadLike): received
     when the LMS says it was, else when the grader first saw it; batch spends no late days."""
 
     id: int

@@ -45,7 +45,6 @@ CANVAS_OWN_ROWS = ("", "Points Possible")  # the `Student` of Canvas' rows that 
 CANVAS_TEST_STUDENT = "test student"  # Student View's account (casefolded), without a SIS id
 EMAIL_COLUMNS = ("email", "email address", "e-mail", "e-mail address")  # compared casefolded
 MOODLE_IDENTIFIER = re.compile(r"^\D*?(\d+)$")  # "Participant 1234" (the word is translated)
-TOKEN_COLUMNS = ("learner", "name", "email", "token")
 ROSTER_BYTES = 16 * 1024 * 1024  # a roster of a very large class is well under this
 
 
@@ -254,15 +253,3 @@ def create_private(out: Path):
     except OSError as exc:
         raise UsageError(f"--out: cannot create {out}: {exc.strerror or exc}") from None
     return os.fdopen(fd, "w", encoding="utf-8", newline="")
-
-
-def render_tokens(rows: list[tuple[RosterRow, str]]) -> str:
-    """The tokens CSV: learner,name,email,token (a token never starts with a formula character)."""
-    from reports.gradebook import cell
-
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(TOKEN_COLUMNS)
-    for row, token in rows:
-        writer.writerow([cell(row.learner), cell(row.name or ""), cell(row.email or ""), token])
-    return buf.getvalue()

@@ -8,7 +8,7 @@ carries a UTC offset.
 
 The course names itself and its clock: `name` and `timezone` (an IANA name, `Asia/Taipei`;
 default UTC). Times in learner-facing messages are in that zone with its offset, as
-grader.course.clock.shown writes every time a person reads (`2026-12-10 23:59 +08:00`).
+grader.policy.clock.shown writes every time a person reads (`2026-12-10 23:59 +08:00`).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from pydantic import (
     model_validator,
 )
 
-from grader.course import clock
 from grader.errors import ExerciseFileError, UsageError, shown_path
 from grader.locale import Message, msg
 from grader.models import CheckResult, Grade, Note, Printed
+from grader.policy import clock
 
 Visibility = Literal["visible", "after_due", "after_release", "hidden", "sealed"]
 # The same moments in Gradescope's results.json (its "Controlling Test Case Visibility"): the one
@@ -222,7 +222,7 @@ class CoursePolicy(_Strict):
         return clock.zone(self.timezone)
 
     def shown(self, when: datetime) -> str:
-        """A time as this course's learners are told it: grader.course.clock.shown in its zone."""
+        """A time as this course's learners are told it: grader.policy.clock.shown in its zone."""
         return clock.shown(when, self.zone)
 
 

@@ -144,9 +144,9 @@ def file_problems(exercise_id: str) -> list[str]:
     load_exercise already): mutants of this exercise with a rule it does not know, starter
     mutants that do not exist, and the hidden tests' markers (grader.grading.runner.marker_problems)."""
     from grader.catalog.exercises import exercise_dir, load_exercise
+    from grader.catalog.mutants import load_mutants, mutant_files
     from grader.catalog.rules import exercise_rules
     from grader.grading.runner import run_hidden_tests
-    from grader.mutation.known import load_mutants, mutant_files
 
     exercise = load_exercise(exercise_id)
     known = exercise_rules(exercise)
