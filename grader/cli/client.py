@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from grader.cli.common import EXIT_FAIL, EXIT_PASS, echo, lang_option
+from grader.cli.common import EXIT_FAIL, EXIT_PASS, echo, format_option, lang_option
 from grader.client import show
 from grader.client.errors import ClientError, Refused, ServerFailure
 from grader.client.show import course_zone, hints, status_text
@@ -86,28 +86,12 @@ def connect(insecure: bool, lang: str = "en", server: str | None = None, api_cla
 @client_command
 def login(server, token, insecure, lang):
     """Check your token with the course's server and keep it (a 0600 file in your config folder)."""
-    from grader.client.api import logged_in_as
-    from grader.client.config import check_token, check_token_url, normalize_server, save_login
+    from grader.client.api import log_in
 
-    server = normalize_server(server)
-    check_token_url(server, insecure=insecure)  # before the token is even asked for
-    if token is None:
-        token = click.prompt(show.say(msg("Token"), lang), hide_input=True)
-    token = check_token(token)
-    me = logged_in_as(server, token, insecure=insecure, lang=lang)
-    path = save_login(server, token)
-    echo(
-        show.say(
-            msg(
-                "logged in to {server} as {learner} ({role}); token kept in {path}",
-                server=server,
-                learner=me.learner,
-                role=me.role,
-                path=str(path),
-            ),
-            lang,
-        )
-    )
+    def ask() -> str:
+        return click.prompt(show.say(msg("Token"), lang), hide_input=True)
+
+    echo(show.say(log_in(server, token, ask, insecure=insecure, lang=lang), lang))
 
 
 # -- grader submit -----------------------------------------------------------------------------
@@ -119,14 +103,7 @@ def login(server, token, insecure, lang):
 @click.option(
     "--wait", is_flag=True, help=f"Wait for the grade (at most {WAIT_SECONDS:g} s) and print the report."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(REPORT_FORMATS),
-    default="text",
-    show_default=True,
-    help="The report's format (with --wait).",
-)
+@format_option("The report's format (with --wait).", REPORT_FORMATS)
 @lang_option
 @click.option(
     "--use-late-day", is_flag=True, help="Spend one of your late days on this submission, if it is late."
@@ -408,14 +385,7 @@ def late_text(late, spent: int, lang: str) -> str:
 
 @click.command()
 @click.argument("target", required=False, metavar="[EXERCISE|SUBMISSION]")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(REPORT_FORMATS),
-    default="text",
-    show_default=True,
-    help="The report's format.",
-)
+@format_option("The report's format.", REPORT_FORMATS)
 @lang_option
 @insecure_option
 @client_command

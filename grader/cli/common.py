@@ -59,12 +59,14 @@ def _lang_default(ctx, param, value):
     return value or lang_from_env()
 
 
-def format_option(help: str):
-    """--format, one of the report formats every renderer shares (reports.render.FORMATS)."""
-    from reports.render import FORMATS
+def format_option(help: str, choices=None):
+    """--format, default text: one of `choices`, else of the report formats every renderer shares
+    (reports.render.FORMATS)."""
+    if choices is None:
+        from reports.render import FORMATS as choices
 
     return click.option(
-        "--format", "fmt", type=click.Choice(list(FORMATS)), default="text", show_default=True, help=help
+        "--format", "fmt", type=click.Choice(list(choices)), default="text", show_default=True, help=help
     )
 
 

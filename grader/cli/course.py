@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from grader.cli.client import client_command, connect, course_zone, insecure_option, print_json
-from grader.cli.common import echo, lang_option
+from grader.cli.common import echo, format_option, lang_option
 from grader.client import show
 from grader.limits import REPORT_BYTES
 from grader.locale import lang_from_env, msg
@@ -190,13 +190,9 @@ def release(exercise, lang, insecure):
 
 @course.command(epilog=WHO)
 @click.argument("exercise")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("text", "json", "csv")),
-    default="text",
-    show_default=True,
-    help="text: a table; json: the server's JSON; csv: for a spreadsheet (formula-guarded).",
+@format_option(
+    "text: a table; json: the server's JSON; csv: for a spreadsheet (formula-guarded).",
+    ("text", "json", "csv"),
 )
 @lang_option
 @insecure_option

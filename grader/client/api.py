@@ -25,7 +25,7 @@ import httpx
 from pydantic import TypeAdapter, ValidationError
 
 from grader import __version__
-from grader.client.config import check_token, check_token_url, normalize_server
+from grader.client.config import check_token, check_token_url, normalize_server, save_login
 from grader.client.errors import ClientError, ServerFailure, from_answer, token_refused
 from grader.client.models import ExerciseInfo, ExerciseStatus, Me, Submission, SubmissionPage
 from grader.client.show import status_text
@@ -41,7 +41,7 @@ from grader.limits import (
     SUBMISSIONS_PAGE_MAX,
     WAIT_SECONDS,
 )
-from grader.locale import msg
+from grader.locale import Message, msg
 
 API = "/api/v1"
 GATEWAY_STATUSES = (502, 503, 504)  # a proxy that lost the server for a moment: worth a retry
@@ -312,6 +312,32 @@ def logged_in_as(server: str, token: str, *, insecure: bool, lang: str) -> Me:
         if exc.code != "unauthorized":
             raise
         raise ClientError(msg("{error}; nothing was kept", error=exc.message), code=exc.code) from None
+
+
+def log_in(
+    server: str,
+    token: str | None,
+    ask: Callable[[], str],
+    *,
+    insecure: bool,
+    lang: str,
+    keep_lang: str | None = None,
+) -> Message:
+    """`grader login` and the notebook's login, one way: the server's URL checked before a token is
+    even asked for (`ask`, when none is given), the token checked with the server (logged_in_as),
+    then kept, with `keep_lang` as the reports' language. What to tell the learner."""
+    server = normalize_server(server)
+    check_token_url(server, insecure=insecure)
+    token = check_token(ask() if token is None else token)
+    me = logged_in_as(server, token, insecure=insecure, lang=lang)
+    path = save_login(server, token, lang=keep_lang)
+    return msg(
+        "logged in to {server} as {learner} ({role}); token kept in {path}",
+        server=server,
+        learner=me.learner,
+        role=me.role,
+        path=str(path),
+    )
 
 
 def graded(sub: Submission) -> Submission:

@@ -260,26 +260,13 @@ def login(server: str, token: str | None = None, *, lang: str | None = None, ins
 def _login(server: str, token: str | None, lang: str | None, shown_lang: str, insecure: bool) -> None:
     import getpass
 
-    from grader.client.api import logged_in_as
-    from grader.client.config import check_token, check_token_url, normalize_server, save_login
+    from grader.client.api import log_in
 
-    server = normalize_server(server)
-    check_token_url(server, insecure=insecure)  # before the token is even asked for
-    if token is None:
-        token = getpass.getpass(show.say(msg("Token"), shown_lang) + ": ")
-    token = check_token(token)
-    me = logged_in_as(server, token, insecure=insecure, lang=shown_lang)
-    path = save_login(server, token, lang=normalize_lang(lang) if lang else None)
-    out(
-        msg(
-            "logged in to {server} as {learner} ({role}); token kept in {path}",
-            server=server,
-            learner=me.learner,
-            role=me.role,
-            path=str(path),
-        ),
-        shown_lang,
-    )
+    def ask() -> str:
+        return getpass.getpass(show.say(msg("Token"), shown_lang) + ": ")
+
+    keep_lang = normalize_lang(lang) if lang else None
+    out(log_in(server, token, ask, insecure=insecure, lang=shown_lang, keep_lang=keep_lang), shown_lang)
 
 
 # -- submit --------------------------------------------------------------------------------------
