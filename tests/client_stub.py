@@ -264,3 +264,16 @@ def retry_in(seconds: int) -> dict:
 
 def later(minutes: int) -> str:
     return (datetime.now(UTC) + timedelta(minutes=minutes)).isoformat()
+
+
+def isolate_client(tmp_path, monkeypatch):
+    """A clean client environment: its own config folder, no GRADER_* or locale from the caller,
+    and retries at once (no sleeping in tests)."""
+    from grader.client import api as client_api
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    for var in ("GRADER_SERVER", "GRADER_TOKEN", "LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    monkeypatch.setattr(client_api, "BACKOFF_SECONDS", 0.0)
+    return tmp_path

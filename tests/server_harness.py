@@ -222,6 +222,21 @@ def hard_timeout(seconds: int):
         signal.signal(signal.SIGALRM, old)
 
 
+@contextmanager
+def learner_server(folder: Path, learner: str, start_limit: int = 240):
+    """`grader serve` (one grading worker) on a fresh gradebook in `folder`, with `learner`'s token
+    as its `.token`; stopped on the way out."""
+    db = folder / "gradebook.sqlite"
+    with hard_timeout(start_limit):
+        token = issue_token(db, learner)
+        srv = Server(db, folder / "server.log", workers=1).start()
+    srv.token = token
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
 def zipped(files: dict[str, bytes | str]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:

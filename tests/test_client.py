@@ -25,10 +25,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from client_stub import TOKEN, Stub, digest, retry_in
+from client_stub import TOKEN, Stub, digest, isolate_client, retry_in
 
 from grader.cli import COMMANDS, GRADING_IMPORTS, GRADING_MODULES, main
-from grader.client import api as client_api
 from grader.client.config import check_token_url, is_loopback, normalize_server, read_login, save_login
 from grader.client.errors import ClientError, Refused, ServerFailure, from_answer, retry_after
 from grader.client.models import ExerciseInfo, Submission
@@ -51,13 +50,7 @@ def stub():
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    """A clean client environment: its own config folder, no GRADER_* from the caller."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for var in ("GRADER_SERVER", "GRADER_TOKEN", "LANGUAGE", "LC_ALL", "LC_MESSAGES"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LANG", "C.UTF-8")
-    monkeypatch.setattr(client_api, "BACKOFF_SECONDS", 0.0)  # retries at once: no sleeping in tests
-    return tmp_path
+    return isolate_client(tmp_path, monkeypatch)
 
 
 @pytest.fixture

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from client_stub import TOKEN, Stub
-from server_harness import Learner, Server, clean_env, hard_timeout, issue_token
+from client_stub import TOKEN, Stub, isolate_client
+from server_harness import Learner, clean_env, learner_server
 from test_notebooks import DONE_WHEN, SOLUTION, notebook
 
 from grader.cli import main
-from grader.client import api as client_api
 from grader.catalog.exercises import load_exercise
 
 ATTENTION = load_exercise("day45-attention")
@@ -41,11 +40,7 @@ ATTENTION_INFO = {  # as the server lists it: its names with it (grader/service/
 
 @pytest.fixture
 def stub(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for var in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LANG", "C.UTF-8")
-    monkeypatch.setattr(client_api, "BACKOFF_SECONDS", 0.0)
+    isolate_client(tmp_path, monkeypatch)
     with Stub() as s:
         s.exercises.append(dict(ATTENTION_INFO))
         monkeypatch.setenv("GRADER_SERVER", s.url)
@@ -204,16 +199,8 @@ def test_a_server_of_before_names_checks_files_without_them(stub, tmp_path):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("precheck")
-    db = folder / "gradebook.sqlite"
-    with hard_timeout(240):
-        token = issue_token(db, "nora")
-        srv = Server(db, folder / "server.log", workers=1).start()
-    srv.token = token
-    try:
+    with learner_server(tmp_path_factory.mktemp("precheck"), "nora") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def submissions(server) -> list:

@@ -28,15 +28,14 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
-from client_stub import TOKEN, Stub
+from client_stub import TOKEN, Stub, isolate_client
 from nbformat.v4 import new_code_cell, new_notebook
 
-from grader.client import api as client_api
 from grader.client import notebook
 from grader.client.config import read_login, save_login
 from grader.client.errors import ClientError
 from grader.limits import NOTEBOOK_BYTES
-from tests.server_harness import CODE, Server, clean_env, hard_timeout, issue_token
+from server_harness import CODE, clean_env, hard_timeout, learner_server
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = (ROOT / "exercises" / CODE / "solution" / "attention.py").read_text(encoding="utf-8")
@@ -92,16 +91,8 @@ def bugged(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("nb-server")
-    db = folder / "gradebook.sqlite"
-    with hard_timeout(START_LIMIT):
-        token = issue_token(db, LEARNER)
-        srv = Server(db, folder / "server.log", workers=1).start()
-    srv.token = token
-    try:
+    with learner_server(tmp_path_factory.mktemp("nb-server"), LEARNER, start_limit=START_LIMIT) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 class Kernel:
@@ -397,12 +388,7 @@ def test_the_language_is_the_argument_then_the_login_then_the_locale(monkeypatch
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for var in ("GRADER_SERVER", "GRADER_TOKEN", "LANGUAGE", "LC_ALL", "LC_MESSAGES"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LANG", "C.UTF-8")
-    monkeypatch.setattr(client_api, "BACKOFF_SECONDS", 0.0)
-    return tmp_path
+    return isolate_client(tmp_path, monkeypatch)
 
 
 def test_login_asks_for_the_token_without_echo_and_keeps_the_language(env, monkeypatch, capsys):
