@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import json
 import sys
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -125,6 +124,7 @@ def submit(exercise, path: Path, wait, fmt, lang, use_late_day, dry_run, insecur
     here: nothing is sent and no submission spent. With --wait: the report as you may see it
     now; exit 0 passed, 1 not passed, 2 refused here, 3 refused for now, 4 a failure on the
     server's side."""
+    from grader.client.api import graded, upload
     from grader.client.packing import pack
 
     with connect(insecure, lang) as api:
@@ -134,44 +134,12 @@ def submit(exercise, path: Path, wait, fmt, lang, use_late_day, dry_run, insecur
         if dry_run:
             echo(show.say(msg("dry run: nothing was sent"), lang))
             return
-        key = str(uuid.uuid4())  # one upload, however many times the network makes us send it
-        try:
-            sub = api.submit(exercise, packed.archive, key, use_late_day=use_late_day)
-        except (Refused, ServerFailure) as exc:
-            exc.zone = course_zone(api)  # the hint's time, on the course's clock
-            raise
-        if sub.repeat:  # nothing stored, nothing spent: the server answered with that submission
-            echo(
-                show.say(
-                    msg(
-                        "these files are the same as your latest submission {id} of {exercise}: "
-                        "not stored again, and no submission or late day spent",
-                        id=sub.id,
-                        exercise=exercise,
-                    ),
-                    lang,
-                ),
-                err=True,
-            )
-        if sub.digest and sub.digest != packed.digest:
-            echo(
-                show.say(msg("warning: the server computed the digest {digest}", digest=sub.digest), lang),
-                err=True,
-            )
+        sub = upload(api, exercise, packed.archive, use_late_day=use_late_day)
+        for kind, line in show.uploaded_lines(sub, packed.digest, exercise, wait):
+            echo(show.say(line, lang), err=kind != "next")  # stdout: what a script reads
         if not wait:
-            echo(
-                show.say(
-                    msg(
-                        "submission {id}: {status}. Its report, once graded: grader report {id}",
-                        id=sub.id,
-                        status=status_text(sub.status),
-                    ),
-                    lang,
-                )
-            )
             return
         echo(show.say(msg("submission {id}: waiting for the grade", id=sub.id), lang), err=True)
-        from grader.client.api import graded
         from grader.client.wait import wait_until_finished
 
         sub = wait_until_finished(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -26,9 +27,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from grader import __version__
 from grader.client.config import check_token, check_token_url, normalize_server, save_login
-from grader.client.errors import ClientError, ServerFailure, from_answer, token_refused
+from grader.client.errors import ClientError, Refused, ServerFailure, from_answer, token_refused
 from grader.client.models import ExerciseInfo, ExerciseStatus, Me, Submission, SubmissionPage
-from grader.client.show import status_text
+from grader.client.show import course_zone, status_text
 from grader.limits import (
     CLIENT_JSON_CONTAINERS,
     CLIENT_JSON_VALUES,
@@ -338,6 +339,17 @@ def log_in(
         role=me.role,
         path=str(path),
     )
+
+
+def upload(api: Api, exercise: str, archive: bytes, *, use_late_day: bool) -> Submission:
+    """`grader submit`'s and the notebook's upload: one idempotency key, however many times the
+    network makes the client send it; a refusal or failure carries the course's time zone, so its
+    hint's time is on the course's clock."""
+    try:
+        return api.submit(exercise, archive, str(uuid.uuid4()), use_late_day=use_late_day)
+    except (Refused, ServerFailure) as exc:
+        exc.zone = course_zone(api)
+        raise
 
 
 def graded(sub: Submission) -> Submission:

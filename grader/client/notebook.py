@@ -39,14 +39,13 @@ import html
 import re
 import shlex
 import sys
-import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from grader.client import show
-from grader.client.errors import ClientError, Refused, ServerFailure
+from grader.client.errors import ClientError
 from grader.errors import GraderError
 from grader.limits import MESSAGE_BYTES, NOTEBOOK_BYTES, NOTEBOOK_CELLS, REPORT_BYTES
 from grader.locale import LANGS, Message, lang_from_env, msg, normalize_lang
@@ -353,7 +352,7 @@ def _submit(
     use_late_day: bool,
     insecure: bool,
 ) -> None:
-    from grader.client.api import Api, graded
+    from grader.client.api import Api, graded, upload
 
     with Api(server, token, insecure=insecure, lang=lang) as api:
         info = api.exercise(exercise)
@@ -367,32 +366,10 @@ def _submit(
                     "again, then submit again"
                 )
             )
-        try:
-            sub = api.submit(exercise, prepared.archive, str(uuid.uuid4()), use_late_day=use_late_day)
-        except (Refused, ServerFailure) as exc:
-            exc.zone = show.course_zone(api)  # the hint's time, on the course's clock
-            raise
-        if sub.repeat:
-            out(
-                msg(
-                    "these files are the same as your latest submission {id} of {exercise}: "
-                    "not stored again, and no submission or late day spent",
-                    id=sub.id,
-                    exercise=exercise,
-                ),
-                lang,
-            )
-        if sub.digest and sub.digest != prepared.digest:
-            out(msg("warning: the server computed the digest {digest}", digest=sub.digest), lang, err=True)
+        sub = upload(api, exercise, prepared.archive, use_late_day=use_late_day)
+        for kind, line in show.uploaded_lines(sub, prepared.digest, exercise, wait):
+            out(line, lang, err=kind == "warning")
         if not wait:
-            out(
-                msg(
-                    "submission {id}: {status}. Its report, once graded: grader report {id}",
-                    id=sub.id,
-                    status=show.status_text(sub.status),
-                ),
-                lang,
-            )
             return
         sub = graded(waited(api, sub, lang))
         show_report(api, sub, lang)

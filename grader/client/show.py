@@ -151,6 +151,39 @@ def course_zone(api) -> tzinfo | None:
     return me.course.zone if me.course else None
 
 
+def uploaded_lines(sub, digest: str, exercise: str, wait: bool) -> list[tuple[str, Message]]:
+    """What a learner is told once an upload is answered, as (kind, message): "note" when the files
+    are those of the latest submission (nothing stored or spent), "warning" when the server's digest
+    is not `digest`, and "next", without `wait`, where the report will be once graded."""
+    lines = []
+    if sub.repeat:  # nothing stored, nothing spent: the server answered with that submission
+        lines.append(
+            (
+                "note",
+                msg(
+                    "these files are the same as your latest submission {id} of {exercise}: "
+                    "not stored again, and no submission or late day spent",
+                    id=sub.id,
+                    exercise=exercise,
+                ),
+            )
+        )
+    if sub.digest and sub.digest != digest:
+        lines.append(("warning", msg("warning: the server computed the digest {digest}", digest=sub.digest)))
+    if not wait:
+        lines.append(
+            (
+                "next",
+                msg(
+                    "submission {id}: {status}. Its report, once graded: grader report {id}",
+                    id=sub.id,
+                    status=status_text(sub.status),
+                ),
+            )
+        )
+    return lines
+
+
 def packed_lines(packed, lang: str) -> list[str]:
     """What a submission would send, a line each: each file, its size and the notebook cells it
     comes from, the notes of what a notebook left out, the warnings, the digest, and each problem
